@@ -1,0 +1,226 @@
+#pragma once
+// The knowledge base: a SQLite file (WAL, foreign keys, busy timeout) holding what mblast learns.
+// Schema migrations and the seed catalogue are compiled in (kb_schema/) and applied on open.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mblast {
+
+namespace sql {
+class Db;
+}
+
+struct StateRow {
+  std::string id;  // slug, e.g. "memory-bound/uncoalesced"
+  std::optional<std::string> parent_id;
+  std::string name;
+  std::string description;
+  nlohmann::json conditions = nlohmann::json::array();
+  std::string origin = "user";
+};
+
+struct TechniqueRow {
+  std::string id;  // slug, e.g. "cuda/shared-memory-tiling"
+  std::string name;
+  std::string description;
+  std::vector<std::string> backends;
+  std::string implementer = "llm";  // "llm" or "builtin"
+  std::vector<std::string> states;
+  nlohmann::json builtin;  // null, or {"transform": ..., "requires": [...]}
+  bool deprecated = false;
+  std::string origin = "user";
+};
+
+struct RunRow {
+  std::string id;  // set by add_run
+  std::string task;
+  std::string backend;
+  std::string hardware;
+  std::string status = "running";
+  nlohmann::json config = nlohmann::json::object();
+  nlohmann::json budgets = nlohmann::json::object();
+  std::int64_t tokens_in = 0;
+  std::int64_t tokens_out = 0;
+  double cost_usd = 0;
+  std::optional<double> best_speedup;
+  std::string started_at;
+  std::optional<std::string> finished_at;
+};
+
+struct AttemptRow {
+  std::string id;  // content hash, set by add_attempt
+  std::optional<std::string> run_id;
+  std::string task;
+  std::string slot = "model";
+  std::optional<std::string> state_id;
+  std::optional<std::string> technique_id;
+  std::string backend;
+  std::string hardware;
+  std::optional<std::int64_t> iteration;
+  std::optional<std::int64_t> step;
+  std::optional<std::string> candidate_hash;
+  std::string
+      outcome;  // correct | incorrect | compile_error | runtime_error | timeout | cheat | skipped
+  std::optional<std::string> error;
+  std::optional<double> time_ms;
+  std::optional<double> baseline_ms;
+  std::optional<double> speedup;
+  std::optional<double> reward;
+  std::int64_t tokens = 0;
+  std::string created_at;  // ISO 8601 UTC; now() when empty
+};
+
+struct ImplementationRow {
+  std::string id;
+  std::string task;
+  std::string task_signature;
+  std::string backend;
+  std::string hardware;
+  std::optional<std::string> technique_id;
+  std::optional<std::string> run_id;
+  std::optional<std::string> attempt_id;
+  std::string language;
+  std::string source;
+  std::optional<double> speedup;
+  std::optional<double> time_ms;
+  std::optional<double> baseline_ms;
+  std::optional<double> atol;
+  std::optional<double> rtol;
+  std::string created_at;
+};
+
+struct ClaimRow {
+  std::string id;
+  std::string text;
+  std::optional<std::string> state_id;
+  std::optional<std::string> technique_id;
+  std::optional<std::string> backend;
+  std::int64_t support = 0;  // derived from evidence
+  std::int64_t refute = 0;   // derived from evidence
+  bool deprecated = false;
+  std::string origin = "critic";
+  std::string created_at;
+};
+
+struct RewardStat {
+  std::string state_id;
+  std::string technique_id;
+  std::string backend;
+  std::string hardware;
+  std::int64_t n = 0;
+  double sum_reward = 0;
+  double sum_sq_reward = 0;
+  double best_reward = 0;
+  double mean() const { return n ? sum_reward / static_cast<double>(n) : 0.0; }
+};
+
+// Filters for `kb query`; empty fields do not filter.
+struct KbQuery {
+  std::string kind =
+      "techniques";  // states|techniques|claims|attempts|implementations|runs|rewards
+  std::string backend, state, technique, task, hardware;
+  std::int64_t limit = 50;
+};
+
+struct KbStats {
+  std::vector<std::pair<std::string, std::int64_t>> rows_per_table;
+  std::uintmax_t file_bytes = 0;
+  int schema_version = 0;
+};
+
+struct ImportResult {
+  std::int64_t read = 0;      // rows read
+  std::int64_t inserted = 0;  // rows new to this KB
+};
+
+class KnowledgeBase {
+ public:
+  struct Options {
+    bool read_only = false;
+    // Apply migrations up to this version only (tests of upgrades); 0 = latest.
+    int target_version = 0;
+    bool seed = true;
+  };
+
+  // Opens (creating file and folders if needed) and migrates. Throws mblast::Error (exit 2) for
+  // a corrupt, unreadable or newer-than-supported file.
+  explicit KnowledgeBase(const std::filesystem::path& path);
+  KnowledgeBase(const std::filesystem::path& path, Options options);
+  ~KnowledgeBase();
+  KnowledgeBase(const KnowledgeBase&) = delete;
+  KnowledgeBase& operator=(const KnowledgeBase&) = delete;
+
+  static int latest_schema_version();
+  int schema_version() const;
+  const std::filesystem::path& path() const;
+
+  // Runs `body` in one transaction (BEGIN IMMEDIATE ... COMMIT); the add_* calls inside join it.
+  void transaction(const std::function<void()>& body);
+
+  void add_state(const StateRow& row);
+  void add_technique(const TechniqueRow& row);
+  void deprecate_technique(const std::string& id);
+  std::string add_run(RunRow row);          // returns the new run id
+  void update_run(const RunRow& row);       // status, totals, best, finished_at
+  std::string add_attempt(AttemptRow row);  // returns the content hash; idempotent
+  std::string add_implementation(ImplementationRow row);
+  std::string add_claim(ClaimRow row);
+  // Records support or refute for a claim; counts on the claim follow.
+  std::string add_evidence(const std::string& claim_id,
+                           const std::optional<std::string>& attempt_id,
+                           const std::string& direction, const std::string& note);
+  void deprecate_claim(const std::string& id);
+
+  std::vector<StateRow> states() const;
+  std::vector<TechniqueRow> techniques(const std::string& backend = {}) const;
+  std::optional<TechniqueRow> technique(const std::string& id) const;
+  std::vector<RewardStat> reward_stats(const std::string& backend,
+                                       const std::string& state_id = {}) const;
+  std::vector<ClaimRow> claims(const std::string& state_id, const std::string& technique_id,
+                               std::int64_t limit = 20) const;
+  std::vector<AttemptRow> attempts_for_task(const std::string& task, std::int64_t limit = 50) const;
+  std::vector<ImplementationRow> top_implementations(const std::string& task_signature,
+                                                     const std::string& backend,
+                                                     std::int64_t limit = 5) const;
+  std::optional<RunRow> run(const std::string& id) const;
+
+  // For people and scripts: rows of one kind as JSON objects, filtered.
+  nlohmann::json query(const KbQuery& query) const;
+  // One row by id or unique id prefix, with its related rows; nullopt when nothing matches.
+  std::optional<nlohmann::json> show(const std::string& id_or_prefix) const;
+  KbStats stats() const;
+
+  // JSON Lines, one {"table": ..., "row": {...}} per line, tables in dependency order, rows by id.
+  void export_jsonl(std::ostream& out) const;
+  ImportResult import_jsonl(std::istream& in);
+  // Folds another KB file into this one; rows already present are skipped.
+  ImportResult merge_from(const std::filesystem::path& other);
+
+  std::string integrity_check() const;  // "ok" or SQLite's report
+
+  sql::Db& db() const { return *db_; }
+
+ private:
+  std::unique_ptr<sql::Db> db_;
+  std::filesystem::path path_;
+  int in_transaction_ = 0;
+};
+
+// $MBLAST_KB, else $XDG_DATA_HOME/mblast/kb.sqlite, else ~/.local/share/mblast/kb.sqlite.
+std::filesystem::path default_kb_path();
+
+// Current UTC time as ISO 8601 with milliseconds ("2026-11-29T16:09:51.123Z").
+std::string utc_now();
+
+// Lower-case hex SHA-256.
+std::string sha256_hex(std::string_view data);
+
+}  // namespace mblast

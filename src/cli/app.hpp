@@ -1,0 +1,29 @@
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+namespace mblast::cli {
+
+// Options every subcommand sees.
+struct Globals {
+  int verbosity = 0;  // -v: debug, -vv: trace
+  bool quiet = false;
+  std::string kb_path;  // --kb; empty means default_kb_path()
+
+  std::filesystem::path kb() const;
+};
+
+// A subcommand's work; returns the process exit code. Throws mblast::Error for failures.
+using Action = std::function<int()>;
+
+// Each registers its subcommand on `app` and stores what to run in `action` when it is chosen.
+void register_kb(CLI::App& app, Globals& globals, Action& action);
+void register_doctor(CLI::App& app, Globals& globals, Action& action);
+
+// Parses argv, runs the chosen subcommand, maps errors to exit codes (0 / 1 / 2).
+int run(int argc, char** argv);
+
+}  // namespace mblast::cli

@@ -1,0 +1,386 @@
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "kb/sqlite.hpp"
+#include "mblast/error.hpp"
+#include "mblast/kb.hpp"
+#include "test_support.hpp"
+
+namespace mblast {
+namespace {
+
+using testing::TempDir;
+
+AttemptRow attempt(const std::string& task, const std::string& state, const std::string& technique,
+                   double reward, std::int64_t step) {
+  AttemptRow row;
+  row.task = task;
+  row.state_id = state;
+  row.technique_id = technique;
+  row.backend = "cuda";
+  row.hardware = "NVIDIA H200";
+  row.step = step;
+  row.outcome = reward > -1 ? "correct" : "incorrect";
+  row.reward = reward;
+  row.speedup = reward > -1 ? 1.5 : 0.0;
+  return row;
+}
+
+std::string first_technique(KnowledgeBase& kb, const std::string& backend) {
+  return kb.techniques(backend).at(0).id;
+}
+
+std::string export_text(const KnowledgeBase& kb) {
+  std::ostringstream out;
+  kb.export_jsonl(out);
+  return out.str();
+}
+
+TEST(KnowledgeBase, FreshFileHasLatestSchemaSeedWalAndForeignKeys) {
+  TempDir dir;
+  KnowledgeBase kb(dir / "nested" / "kb.sqlite");
+  EXPECT_EQ(kb.schema_version(), KnowledgeBase::latest_schema_version());
+  EXPECT_GE(KnowledgeBase::latest_schema_version(), 2);
+  EXPECT_GE(kb.states().size(), 15u);
+  EXPECT_GE(kb.techniques().size(), 40u);
+  for (const char* backend : {"cuda", "opencl", "rvv"}) {
+    EXPECT_GE(kb.techniques(backend).size(), 8u) << backend;
+  }
+  // Every state's parent exists and the four bound classes are roots.
+  std::set<std::string> ids;
+  for (const auto& s : kb.states()) ids.insert(s.id);
+  for (const auto& s : kb.states()) {
+    if (s.parent_id) EXPECT_TRUE(ids.count(*s.parent_id)) << s.id;
+  }
+  for (const char* root : {"launch-bound", "memory-bound", "compute-bound", "latency-bound"}) {
+    EXPECT_TRUE(ids.count(root)) << root;
+  }
+  EXPECT_EQ(kb.db().scalar_int("PRAGMA foreign_keys"), 1);
+  auto mode = kb.db().prepare("PRAGMA journal_mode");
+  ASSERT_TRUE(mode.step());
+  EXPECT_EQ(mode.get_text(0), "wal");
+  EXPECT_EQ(kb.integrity_check(), "ok");
+}
+
+TEST(KnowledgeBase, ReopeningDoesNotDuplicateSeed) {
+  TempDir dir;
+  std::size_t techniques = 0;
+  {
+    KnowledgeBase kb(dir / "kb.sqlite");
+    techniques = kb.techniques().size();
+  }
+  KnowledgeBase again(dir / "kb.sqlite");
+  EXPECT_EQ(again.techniques().size(), techniques);
+}
+
+TEST(KnowledgeBase, UpgradesVersionOneInPlaceKeepingData) {
+  TempDir dir;
+  auto path = dir / "old.sqlite";
+  {
+    KnowledgeBase v1(path, {.read_only = false, .target_version = 1, .seed = false});
+    ASSERT_EQ(v1.schema_version(), 1);
+    v1.db().exec(
+        "INSERT INTO states (id, name, description, created_at) VALUES ('s', 'S', 'd', 't');"
+        "INSERT INTO techniques (id, name, description, backends, implementer, created_at) "
+        "VALUES ('t', 'T', 'd', '[\"cuda\"]', 'llm', 't');"
+        "INSERT INTO attempts (id, task, state_id, technique_id, backend, hardware, outcome, "
+        "reward, created_at) VALUES ('a1', 'task', 's', 't', 'cuda', 'h', 'correct', 0.5, 't1'),"
+        "('a2', 'task', 's', 't', 'cuda', 'h', 'correct', 0.25, 't2');");
+    EXPECT_THROW(v1.db().scalar_int("SELECT count(*) FROM reward_stats"), Error);
+  }
+  KnowledgeBase upgraded(path);
+  EXPECT_EQ(upgraded.schema_version(), KnowledgeBase::latest_schema_version());
+  auto stats = upgraded.reward_stats("cuda", "s");
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].n, 2);
+  EXPECT_DOUBLE_EQ(stats[0].mean(), 0.375);
+  EXPECT_EQ(upgraded.attempts_for_task("task").size(), 2u);
+  EXPECT_GE(upgraded.techniques().size(), 40u);  // the seed arrives with the upgrade
+}
+
+TEST(KnowledgeBase, RefusesSchemaNewerThanBinary) {
+  TempDir dir;
+  auto path = dir / "future.sqlite";
+  { KnowledgeBase kb(path); }
+  {
+    sql::Db raw(path, sql::Db::Mode::read_write);
+    raw.exec("PRAGMA user_version = 999");
+  }
+  try {
+    KnowledgeBase kb(path);
+    FAIL() << "a newer schema must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    EXPECT_NE(std::string(e.what()).find("newer"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("upgrade mblast"), std::string::npos);
+  }
+}
+
+TEST(KnowledgeBase, CorruptFileIsAClearInputError) {
+  TempDir dir;
+  auto path = dir / "corrupt.sqlite";
+  std::ofstream(path) << std::string(8192, 'x');
+  try {
+    KnowledgeBase kb(path);
+    FAIL() << "a corrupt file must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos);
+    EXPECT_FALSE(e.hint().empty());
+  }
+}
+
+TEST(KnowledgeBase, AttemptsFeedRewardStatsAndAreIdempotent) {
+  TempDir dir;
+  KnowledgeBase kb(dir / "kb.sqlite");
+  auto technique = first_technique(kb, "cuda");
+  auto run_id = kb.add_run({.task = "relu", .backend = "cuda", .hardware = "NVIDIA H200"});
+  auto a = attempt("relu", "memory-bound", technique, 0.4, 1);
+  a.run_id = run_id;
+  a.created_at = "2026-11-29T00:00:00.000Z";
+  auto id1 = kb.add_attempt(a);
+  auto id2 = kb.add_attempt(a);  // the same attempt recorded twice is one row
+  EXPECT_EQ(id1, id2);
+  auto b = attempt("relu", "memory-bound", technique, -1.0, 2);
+  b.run_id = run_id;
+  kb.add_attempt(b);
+  auto stats = kb.reward_stats("cuda", "memory-bound");
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].n, 2);
+  EXPECT_NEAR(stats[0].mean(), -0.3, 1e-12);
+  EXPECT_DOUBLE_EQ(stats[0].best_reward, 0.4);
+  EXPECT_EQ(kb.attempts_for_task("relu").size(), 2u);
+  EXPECT_TRUE(kb.reward_stats("opencl").empty());
+
+  RunRow finished = *kb.run(run_id);
+  finished.status = "finished";
+  finished.best_speedup = 1.5;
+  finished.finished_at = utc_now();
+  kb.update_run(finished);
+  EXPECT_EQ(kb.run(run_id)->status, "finished");
+}
+
+TEST(KnowledgeBase, UnknownReferencesAreRejectedAndRolledBack) {
+  TempDir dir;
+  KnowledgeBase kb(dir / "kb.sqlite");
+  auto bad = attempt("relu", "no-such-state", first_technique(kb, "cuda"), 0.1, 1);
+  EXPECT_THROW(kb.add_attempt(bad), Error);
+  EXPECT_TRUE(kb.attempts_for_task("relu").empty());
+  // A failing body rolls back everything written in the same transaction.
+  EXPECT_THROW(kb.transaction([&] {
+    kb.add_attempt(attempt("relu", "memory-bound", first_technique(kb, "cuda"), 0.1, 2));
+    kb.add_attempt(bad);
+  }),
+               Error);
+  EXPECT_TRUE(kb.attempts_for_task("relu").empty());
+}
+
+TEST(KnowledgeBase, ClaimsCountTheirEvidence) {
+  TempDir dir;
+  KnowledgeBase kb(dir / "kb.sqlite");
+  auto technique = first_technique(kb, "cuda");
+  auto claim = kb.add_claim({.text = "Tiling pays when rows are reused.",
+                             .state_id = "memory-bound",
+                             .technique_id = technique,
+                             .backend = "cuda"});
+  EXPECT_EQ(claim, kb.add_claim({.text = "Tiling pays when rows are reused.",
+                                 .state_id = "memory-bound",
+                                 .technique_id = technique,
+                                 .backend = "cuda"}));
+  auto a = kb.add_attempt(attempt("mm", "memory-bound", technique, 0.3, 1));
+  kb.add_evidence(claim, a, "support", "1.35x on mm");
+  kb.add_evidence(claim, a, "support", "1.35x on mm");  // duplicate evidence counts once
+  kb.add_evidence(claim, std::nullopt, "refute", "slower on small sizes");
+  auto claims = kb.claims("memory-bound", technique);
+  ASSERT_EQ(claims.size(), 1u);
+  EXPECT_EQ(claims[0].support, 1);
+  EXPECT_EQ(claims[0].refute, 1);
+  EXPECT_THROW(kb.add_evidence(claim, a, "maybe", ""), Error);
+  kb.deprecate_claim(claim);
+  EXPECT_TRUE(kb.claims("memory-bound", technique).empty());
+}
+
+TEST(KnowledgeBase, TopImplementationsAreOrderedBySpeedup) {
+  TempDir dir;
+  KnowledgeBase kb(dir / "kb.sqlite");
+  for (double speedup : {1.2, 3.0, 2.0}) {
+    kb.add_implementation({.task = "relu",
+                           .task_signature = "sig",
+                           .backend = "cuda",
+                           .hardware = "h",
+                           .language = "cuda",
+                           .source = "// " + std::to_string(speedup),
+                           .speedup = speedup});
+  }
+  auto top = kb.top_implementations("sig", "cuda", 2);
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_DOUBLE_EQ(*top[0].speedup, 3.0);
+  EXPECT_DOUBLE_EQ(*top[1].speedup, 2.0);
+}
+
+TEST(KnowledgeBase, QueryFiltersAndShowFindsByPrefix) {
+  TempDir dir;
+  KnowledgeBase kb(dir / "kb.sqlite");
+  auto cuda = kb.query({.kind = "techniques", .backend = "cuda", .limit = 500});
+  ASSERT_FALSE(cuda.empty());
+  for (const auto& row : cuda) {
+    auto backends = row["backends"].get<std::vector<std::string>>();
+    EXPECT_NE(std::find(backends.begin(), backends.end(), "cuda"), backends.end());
+  }
+  auto memory = kb.query({.kind = "states", .state = "memory-bound", .limit = 500});
+  ASSERT_GE(memory.size(), 2u);
+  for (const auto& row : memory) {
+    EXPECT_EQ(row["id"].get<std::string>().rfind("memory-bound", 0), 0u);
+  }
+  EXPECT_EQ(kb.query({.kind = "techniques", .limit = 3}).size(), 3u);
+  EXPECT_THROW(kb.query({.kind = "nonsense"}), Error);
+
+  auto id = kb.add_attempt(attempt("relu", "memory-bound", first_technique(kb, "cuda"), 0.2, 1));
+  auto shown = kb.show(id.substr(0, 10));
+  ASSERT_TRUE(shown.has_value());
+  EXPECT_EQ((*shown)["kind"], "attempt");
+  EXPECT_EQ((*shown)["row"]["id"], id);
+  EXPECT_EQ((*kb.show("memory-bound"))["kind"], "state");
+  EXPECT_FALSE(kb.show("ffffffffffff").has_value());
+  EXPECT_EQ(kb.query({.kind = "attempts", .task = "relu"}).size(), 1u);
+  EXPECT_TRUE(kb.query({.kind = "attempts", .task = "other"}).empty());
+}
+
+// Two KBs with overlapping content, as two machines would write them.
+void fill(KnowledgeBase& kb, const std::string& machine, const AttemptRow& shared) {
+  auto technique = first_technique(kb, "cuda");
+  auto run = kb.add_run({.task = "relu", .backend = "cuda", .hardware = machine});
+  for (int step = 0; step < 5; ++step) {
+    auto a = attempt("relu-" + machine, "memory-bound", technique, 0.1 * step, step);
+    a.run_id = run;
+    kb.add_attempt(a);
+  }
+  kb.add_attempt(shared);
+  auto claim = kb.add_claim({.text = "shared claim",
+                             .state_id = "memory-bound",
+                             .technique_id = technique,
+                             .backend = "cuda"});
+  kb.add_evidence(claim, std::nullopt, "support", "seen on " + machine);
+  kb.add_evidence(claim, std::nullopt, "support", "seen everywhere");
+}
+
+TEST(KnowledgeBase, MergeIsIdempotentAndCountsEvidenceOnce) {
+  TempDir dir;
+  AttemptRow shared;
+  {
+    KnowledgeBase a(dir / "a.sqlite");
+    shared = attempt("shared", "memory-bound", first_technique(a, "cuda"), 0.7, 9);
+    shared.created_at = "2026-11-01T00:00:00.000Z";
+    fill(a, "A", shared);
+    KnowledgeBase b(dir / "b.sqlite");
+    fill(b, "B", shared);
+  }
+  KnowledgeBase out(dir / "out.sqlite");
+  auto first_a = out.merge_from(dir / "a.sqlite");
+  auto first_b = out.merge_from(dir / "b.sqlite");
+  EXPECT_GT(first_a.inserted, 0);
+  EXPECT_GT(first_b.inserted, 0);
+  auto attempts = out.db().scalar_int("SELECT count(*) FROM attempts");
+  EXPECT_EQ(attempts, 11);  // 5 + 5 + the shared one once
+  auto claims = out.claims("memory-bound", "");
+  ASSERT_EQ(claims.size(), 1u);
+  EXPECT_EQ(claims[0].support, 3);  // "seen on A", "seen on B", "seen everywhere"
+  auto stats = out.reward_stats("cuda", "memory-bound");
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].n, 11);
+
+  auto before = export_text(out);
+  EXPECT_EQ(out.merge_from(dir / "a.sqlite").inserted, 0);
+  EXPECT_EQ(out.merge_from(dir / "b.sqlite").inserted, 0);
+  EXPECT_EQ(export_text(out), before);
+  EXPECT_EQ(out.reward_stats("cuda", "memory-bound")[0].n, 11);
+  EXPECT_THROW(out.merge_from(dir / "out.sqlite"), Error);
+  EXPECT_EQ(out.integrity_check(), "ok");
+}
+
+TEST(KnowledgeBase, MergeUpgradesAnOldSourceWithoutTouchingIt) {
+  TempDir dir;
+  { KnowledgeBase v1(dir / "v1.sqlite", {.read_only = false, .target_version = 1, .seed = false}); }
+  KnowledgeBase out(dir / "out.sqlite");
+  out.merge_from(dir / "v1.sqlite");
+  sql::Db raw(dir / "v1.sqlite", sql::Db::Mode::read_only);
+  EXPECT_EQ(raw.scalar_int("PRAGMA user_version"), 1);
+}
+
+TEST(KnowledgeBase, ExportImportRoundTripIsExact) {
+  TempDir dir;
+  KnowledgeBase a(dir / "a.sqlite");
+  AttemptRow shared = attempt("shared", "memory-bound", first_technique(a, "cuda"), 0.7, 9);
+  fill(a, "A", shared);
+  a.add_implementation({.task = "relu",
+                        .task_signature = "sig",
+                        .backend = "cuda",
+                        .hardware = "h",
+                        .language = "cuda",
+                        .source = "__global__ void k(){}",
+                        .speedup = 2.0});
+  auto exported = export_text(a);
+
+  KnowledgeBase b(dir / "b.sqlite");
+  std::istringstream in(exported);
+  auto result = b.import_jsonl(in);
+  EXPECT_GT(result.read, 0);
+  EXPECT_EQ(export_text(b), exported);
+  EXPECT_EQ(b.claims("memory-bound", "")[0].support, 2);
+  EXPECT_EQ(b.reward_stats("cuda")[0].n, a.reward_stats("cuda")[0].n);
+
+  std::istringstream again(exported);
+  EXPECT_EQ(b.import_jsonl(again).inserted, 0);
+
+  std::istringstream broken("{\"table\": \"attempts\", \"row\": {\"id\": \"x\"}}\nnot json\n");
+  auto attempts_before = b.db().scalar_int("SELECT count(*) FROM attempts");
+  EXPECT_THROW(b.import_jsonl(broken), Error);
+  EXPECT_EQ(b.db().scalar_int("SELECT count(*) FROM attempts"), attempts_before);
+}
+
+TEST(KnowledgeBase, TwoProcessesWritingAtOnceLoseNothing) {
+  TempDir dir;
+  auto path = dir / "shared.sqlite";
+  std::string technique;
+  {
+    KnowledgeBase kb(path);
+    technique = first_technique(kb, "cuda");
+  }
+  constexpr int kPerProcess = 300;
+  std::vector<pid_t> children;
+  for (int writer = 0; writer < 2; ++writer) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int status = 0;
+      try {
+        KnowledgeBase kb(path);
+        for (int i = 0; i < kPerProcess; ++i) {
+          kb.add_attempt(
+              attempt("task-" + std::to_string(writer), "memory-bound", technique, 0.01 * i, i));
+        }
+      } catch (...) {
+        status = 1;
+      }
+      ::_exit(status);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  KnowledgeBase kb(path);
+  EXPECT_EQ(kb.db().scalar_int("SELECT count(*) FROM attempts"), 2 * kPerProcess);
+  EXPECT_EQ(kb.reward_stats("cuda", "memory-bound").at(0).n, 2 * kPerProcess);
+  EXPECT_EQ(kb.integrity_check(), "ok");
+}
+
+}  // namespace
+}  // namespace mblast
