@@ -17,6 +17,8 @@ std::string hint_for(int rc, const std::filesystem::path& path) {
              "one) or restore it from a `mblast kb export` backup";
     case SQLITE_READONLY:
     case SQLITE_PERM:
+      return "make " + path.string() + " and its folder writable by you (SQLite's WAL journal "
+             "writes files beside it), or choose another file with --kb or MBLAST_KB";
     case SQLITE_CANTOPEN:
       return "check that " + path.parent_path().string() +
              " exists and that you may write to it, or choose another file with --kb or MBLAST_KB";
