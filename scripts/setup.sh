@@ -12,7 +12,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git clang-format
   # libraries the binary links
   libsqlite3-dev libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
-  libfmt-dev libtomlplusplus-dev libcpp-httplib-dev
+  libfmt-dev libtomlplusplus-dev libcpp-httplib-dev libkainjow-mustache-dev
   # tests
   libgtest-dev libgmock-dev python3 python3-pytest python3-numpy python3-torch util-linux sqlite3
   # OpenCL on the CPU (PoCL) through the ICD loader

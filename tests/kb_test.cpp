@@ -55,7 +55,9 @@ TEST(KnowledgeBase, FreshFileHasLatestSchemaSeedWalAndForeignKeys) {
   std::set<std::string> ids;
   for (const auto& s : kb.states()) ids.insert(s.id);
   for (const auto& s : kb.states()) {
-    if (s.parent_id) EXPECT_TRUE(ids.count(*s.parent_id)) << s.id;
+    if (s.parent_id) {
+      EXPECT_TRUE(ids.count(*s.parent_id)) << s.id;
+    }
   }
   for (const char* root : {"launch-bound", "memory-bound", "compute-bound", "latency-bound"}) {
     EXPECT_TRUE(ids.count(root)) << root;

@@ -12,7 +12,15 @@ struct EmbeddedFile {
 };
 
 namespace embedded::schema {
-const std::vector<EmbeddedFile>& files();
+const std::vector<EmbeddedFile>& files();  // kb_schema/
 }  // namespace embedded::schema
+
+namespace embedded::worker {
+const std::vector<EmbeddedFile>& files();  // backends/cuda/worker/ (Python sources)
+}  // namespace embedded::worker
+
+namespace embedded::prompts {
+const std::vector<EmbeddedFile>& files();  // prompts/ (templates)
+}  // namespace embedded::prompts
 
 }  // namespace mblast

@@ -56,7 +56,9 @@ int run(int argc, char** argv) {
 
   Action action;
   register_kb(app, globals, action);
+  register_eval(app, globals, action);
   register_doctor(app, globals, action);
+  register_llm(app, globals, action);
 
   try {
     app.parse(argc, argv);

@@ -22,6 +22,8 @@ using Action = std::function<int()>;
 // Each registers its subcommand on `app` and stores what to run in `action` when it is chosen.
 void register_kb(CLI::App& app, Globals& globals, Action& action);
 void register_doctor(CLI::App& app, Globals& globals, Action& action);
+void register_eval(CLI::App& app, Globals& globals, Action& action);
+void register_llm(CLI::App& app, Globals& globals, Action& action);
 
 // Parses argv, runs the chosen subcommand, maps errors to exit codes (0 / 1 / 2).
 int run(int argc, char** argv);

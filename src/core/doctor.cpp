@@ -14,7 +14,9 @@
 #include <utility>
 
 #include "mblast/error.hpp"
+#include "mblast/kb.hpp"
 #include "mblast/process.hpp"
+#include "mblast/python.hpp"
 
 extern char** environ;
 
@@ -200,12 +202,7 @@ DoctorCheck check_gpu() {
 DoctorCheck check_torch() {
   DoctorCheck check = make_check(kTorch, true);
   const std::string configured = env_or_empty("MBLAST_PYTHON");
-  std::vector<std::string> candidates;
-  if (!configured.empty()) candidates.push_back(configured);
-  if (auto python3 = find_program("python3")) candidates.push_back(python3->string());
-  if (std::find(candidates.begin(), candidates.end(), "/usr/bin/python3") == candidates.end()) {
-    candidates.push_back("/usr/bin/python3");
-  }
+  const std::vector<std::string> candidates = python_candidates();
 
   std::string tried;
   for (const std::string& python : candidates) {
@@ -388,14 +385,6 @@ DoctorCheck check_llm() {
   if (!env_or_empty("OPENAI_API_KEY").empty()) return pass(check, "openai (key set)");
   if (!env_or_empty("ANTHROPIC_API_KEY").empty()) return pass(check, "anthropic (key set)");
   return fail(check, "no LLM configured: optimize runs built-in techniques only", fix);
-}
-
-fs::path default_kb_path() {
-  if (const std::string kb = env_or_empty("MBLAST_KB"); !kb.empty()) return kb;
-  if (const std::string data = env_or_empty("XDG_DATA_HOME"); !data.empty()) {
-    return fs::path(data) / "mblast" / "kb.sqlite";
-  }
-  return fs::path(env_or_empty("HOME")) / ".local" / "share" / "mblast" / "kb.sqlite";
 }
 
 std::string errno_text(int error) {

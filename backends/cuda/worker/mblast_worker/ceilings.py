@@ -1,0 +1,44 @@
+"""The `ceilings` op: the device's measured copy bandwidth and fp32 matmul rate."""
+
+import statistics
+from typing import Callable, Tuple
+
+import torch
+
+from . import guards
+from .guards import Tf32Setting, apply_tf32
+from .timing import make_timer
+
+
+def _median_ms(device: torch.device, fn: Callable[[], object], reps: int) -> float:
+    timer = make_timer(device, l2_flush=False)
+    fn()
+    return statistics.median(timer.measure(fn).ms for _ in range(reps))
+
+
+def _copy_ms(device: torch.device, nbytes: int, reps: int) -> float:
+    src = torch.empty(nbytes // 4, dtype=torch.float32, device=device).fill_(1.0)
+    dst = torch.empty_like(src)
+    return _median_ms(device, lambda: dst.copy_(src), reps)
+
+
+def _matmul_ms(device: torch.device, n: int, reps: int) -> float:
+    a = torch.randn(n, n, device=device)
+    b = torch.randn(n, n, device=device)
+    apply_tf32(Tf32Setting(False, False))
+    return _median_ms(device, lambda: torch.mm(a, b), reps)
+
+
+def measure(device: torch.device) -> Tuple[float, float]:
+    """(bandwidth GB/s counting bytes read and written, fp32 TFLOP/s with TF32 off)."""
+    on_gpu = device.type == "cuda"
+    reps = 10 if on_gpu else 5
+    copy_bytes = (1 << 30) if on_gpu else (64 << 20)
+    n = 4096 if on_gpu else 512
+    copy_ms = _copy_ms(device, copy_bytes, reps)
+    mm_ms = _matmul_ms(device, n, reps)
+    if on_gpu:
+        guards.cuda_synchronize(device)
+    bandwidth_gbs = 2 * copy_bytes / (copy_ms * 1e-3) / 1e9
+    peak_tflops = 2 * n**3 / (mm_ms * 1e-3) / 1e12
+    return bandwidth_gbs, peak_tflops

@@ -1,0 +1,145 @@
+"""The eval op: verification trials, anti-cheat checks, then timing.
+
+Order inside the process matters: in every trial the candidate runs before the
+reference, and memory is poisoned before every candidate call, so a candidate cannot
+pick up the reference's freed outputs.
+"""
+
+from typing import Any, List, Optional
+
+import torch
+
+from . import guards
+from .compare import Tol
+from .costmodel import count_flops, min_bytes, sol_ms
+from .errors import CandidateRuntimeError
+from .opsrec import record_ops, shared_reference_ops
+from .outputs import output_list
+from .poison import PoisonMode
+from .response import Tolerance
+from .session import Session
+from .stale import run_staleness_checks
+from .tensors import clone_all, same_values
+from .timing_phase import run_timing
+from .trials import mutation_flags, run_trial
+from .verdict import Verdict
+
+# Flags that are reported but do not make a candidate incorrect.
+INFORMATIONAL_FLAGS = frozenset({"calls_reference_op", "reference_as_candidate"})
+
+
+def evaluate(s: Session) -> None:
+    req = s.req
+    v = Verdict(base=Tol(req.atol, req.rtol), policy=req.tolerance_policy)
+    for n, seed in enumerate(req.seeds):
+        run_trial(s, v, seed, prime=n == 0)
+        if v.error_kind in ("shape", "dtype", "cheat"):
+            break
+    mutation_flags(s, v)
+    if v.error_kind not in ("shape", "dtype"):
+        _after_trials(s, v)
+    _finish(s, v)
+
+
+def _can_still_pass(s: Session, v: Verdict) -> bool:
+    return not v.failed and not any(f not in INFORMATIONAL_FLAGS for f in s.resp.flags)
+
+
+def _after_trials(s: Session, v: Verdict) -> None:
+    pristine = s.make_inputs(s.req.seeds[0])
+    _record_reference_ops(s, pristine)
+    eager = s.call_eager(clone_all(pristine), s.req.seeds[0])
+    try:
+        s.resp.flops = count_flops(s.eager_callable(clone_all(pristine)))
+    except Exception as exc:  # noqa: BLE001
+        s.resp.add_note(f"FLOP counting failed: {type(exc).__name__}: {exc}")
+    s.resp.min_bytes = min_bytes(pristine, s.ref_model, eager)
+    s.resp.sol_ms = sol_ms(s.resp.flops, s.resp.min_bytes, s.req.device_ceilings)
+    if not _can_still_pass(s, v):
+        s.resp.add_note("timing and staleness checks skipped: the candidate already failed")
+        return
+    if s.device.type == "cuda" and _side_stream_output_check(s, pristine):
+        s.resp.add_flag("side_stream")
+        s.resp.add_note("output read after syncing only the current stream differs from after a device sync")
+    timed_buffers: Optional[List[Any]] = None
+    if s.req.timing is not None:
+        timed = run_timing(s, v.tol or v.base, v.rel_l2_limit, s.req.timing)
+        timed_buffers = timed.cand_buffers
+    run_staleness_checks(s, v.tol or v.base, v.rel_l2_limit, timed_buffers)
+    s.after_candidate_code("during timing")
+    if s.resp.sol_ms is not None and s.resp.cand_ms is not None and s.resp.cand_ms < 0.9 * s.resp.sol_ms:
+        s.resp.add_flag("beyond_speed_of_light")
+        s.resp.add_note(f"candidate took {s.resp.cand_ms:.4g} ms, below 0.9 x speed of light {s.resp.sol_ms:.4g} ms")
+
+
+def _record_reference_ops(s: Session, pristine: List[Any]) -> None:
+    try:
+        s.precision.enter_candidate()
+        cand_ops = record_ops(s.candidate_callable(clone_all(pristine)))
+        s.after_candidate_code()
+        s.precision.enter_eager()
+        ref_ops = record_ops(s.eager_callable(clone_all(pristine)))
+        s.precision.enter_candidate()
+    except CandidateRuntimeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - recording is best effort
+        s.resp.add_note(f"op recording failed: {type(exc).__name__}: {exc}")
+        return
+    shared = shared_reference_ops(ref_ops, cand_ops)
+    if shared and not s.candidate.is_reference:
+        s.resp.add_flag("calls_reference_op")
+        s.resp.add_note(f"candidate calls the reference's library op(s): {'; '.join(shared)}")
+
+
+def _side_stream_output_check(s: Session, pristine: List[Any]) -> bool:
+    """Reads the output after syncing only the current stream, then after a device-wide
+    sync; work left running on another stream shows up as a difference."""
+    for _ in range(3):
+        inputs = clone_all(pristine)
+        s.poisoner.poison(PoisonMode.NAN)
+        s.precision.enter_candidate()
+        stream = guards.cuda_current_stream(s.device)
+        try:
+            with torch.no_grad():
+                raw = s.cand_model(*inputs)
+        except (Exception, SystemExit) as exc:
+            raise CandidateRuntimeError(f"{s.candidate.path}: forward raised {type(exc).__name__}: {exc}") from None
+        guards.cuda_stream_synchronize(stream)
+        outs = [o for o in (output_list(raw) or []) if isinstance(o, torch.Tensor)]
+        early = [o.detach().clone() for o in outs]
+        guards.cuda_stream_synchronize(stream)
+        guards.cuda_synchronize(s.device)
+        s.after_candidate_code()
+        if any(not same_values(a, o.detach()) for a, o in zip(early, outs)):
+            return True
+    return False
+
+
+# ---- the verdict --------------------------------------------------------------------------------
+
+
+def _finish(s: Session, v: Verdict) -> None:
+    resp = s.resp
+    resp.max_abs_err = v.max_abs if resp.trials else None
+    resp.max_rel_err = v.max_rel if resp.trials else None
+    resp.rel_l2_err = v.rel_l2 if resp.trials else None
+    resp.err_location = v.location
+    resp.eager_max_abs_err = v.eager_abs if resp.trials else None
+    resp.eager_max_rel_err = v.eager_rel if resp.trials else None
+    tol = v.tol or v.base
+    resp.tolerance = Tolerance(tol.atol, tol.rtol, v.policy, v.widened_by_eager)
+    resp.reference_precision = s.refs.precision
+    resp.reference_cache_hits = s.refs.cache_hits
+    resp.reference_computations = s.refs.computations
+    for note in s.refs.notes:
+        resp.add_note(note)
+    failing = [f for f in resp.flags if f not in INFORMATIONAL_FLAGS]
+    if not v.failed and failing:
+        v.fail("cheat", f"suspicious behaviour: {', '.join(failing)}")
+    resp.correct = not v.failed
+    resp.error_kind = v.error_kind
+    resp.error = v.error
+    if resp.error is not None and failing and v.error_kind != "cheat":
+        resp.error += f" [flags: {', '.join(failing)}]"
+    if resp.speedup is None and resp.ref_ms and resp.cand_ms:
+        resp.speedup = resp.ref_ms / resp.cand_ms

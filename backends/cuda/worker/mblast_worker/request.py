@@ -1,0 +1,124 @@
+"""The request a worker executes, parsed and validated from JSON."""
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from .errors import RequestError
+
+OPS = ("eval", "check_task", "ceilings")
+POLICIES = ("eager-widened", "strict")
+BASELINES = ("eager", "compile")
+
+
+@dataclass
+class TimingConfig:
+    runs: int = 30
+    warmup: int = 5
+    input_sets: int = 3
+    l2_flush: bool = True
+
+
+@dataclass
+class DeviceCeilings:
+    bandwidth_gbs: float
+    peak_tflops: float
+
+
+@dataclass
+class Request:
+    op: str
+    problem: Optional[str] = None
+    candidate: Optional[str] = None
+    device: str = "cpu"
+    seeds: List[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])
+    init_seed: int = 42
+    atol: float = 1e-4
+    rtol: float = 1e-4
+    tolerance_policy: str = "eager-widened"
+    timing: Optional[TimingConfig] = field(default_factory=TimingConfig)
+    baselines: List[str] = field(default_factory=lambda: ["eager"])
+    cache_dir: Optional[str] = None
+    allow_tf32: bool = False
+    device_ceilings: Optional[DeviceCeilings] = None
+    # Optional soft limit (SIGALRM): only interrupts Python code; the driver's kill is the hard one.
+    timeout_s: Optional[float] = None
+
+
+def _typed(raw: Dict[str, Any], key: str, kinds: tuple, default: Any) -> Any:
+    value = raw.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) and bool not in kinds:
+        raise RequestError(f"request field {key!r} must be {kinds[0].__name__}, got bool")
+    if not isinstance(value, kinds):
+        raise RequestError(f"request field {key!r} must be {kinds[0].__name__}, got {type(value).__name__}")
+    return value
+
+
+def _abs_path(raw: Dict[str, Any], key: str, required: bool) -> Optional[str]:
+    value = _typed(raw, key, (str,), None)
+    if value is None:
+        if required:
+            raise RequestError(f"request field {key!r} is required")
+        return None
+    if not os.path.isabs(value):
+        raise RequestError(f"request field {key!r} must be an absolute path, got {value!r}")
+    return value
+
+
+def parse_timing(raw: Any) -> Optional[TimingConfig]:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise RequestError("request field 'timing' must be an object or null")
+    cfg = TimingConfig(
+        runs=int(_typed(raw, "runs", (int,), 30)),
+        warmup=int(_typed(raw, "warmup", (int,), 5)),
+        input_sets=int(_typed(raw, "input_sets", (int,), 3)),
+        l2_flush=bool(_typed(raw, "l2_flush", (bool,), True)),
+    )
+    if cfg.runs < 1 or cfg.warmup < 0 or cfg.input_sets < 1:
+        raise RequestError("timing needs runs >= 1, warmup >= 0, input_sets >= 1")
+    return cfg
+
+
+def parse_request(raw: Any, default_device: str = "cpu") -> Request:
+    if not isinstance(raw, dict):
+        raise RequestError("request must be a JSON object")
+    op = _typed(raw, "op", (str,), None)
+    if op not in OPS:
+        raise RequestError(f"unknown op {op!r}; expected one of {', '.join(OPS)}")
+    req = Request(op=op)
+    req.problem = _abs_path(raw, "problem", required=op in ("eval", "check_task"))
+    req.candidate = _abs_path(raw, "candidate", required=op == "eval")
+    req.device = _typed(raw, "device", (str,), default_device)
+    seeds = _typed(raw, "seeds", (list,), [1, 2, 3, 4, 5])
+    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        raise RequestError("request field 'seeds' must be a non-empty list of integers")
+    req.seeds = list(seeds)
+    req.init_seed = int(_typed(raw, "init_seed", (int,), 42))
+    req.atol = float(_typed(raw, "atol", (float, int), 1e-4))
+    req.rtol = float(_typed(raw, "rtol", (float, int), 1e-4))
+    req.tolerance_policy = _typed(raw, "tolerance_policy", (str,), "eager-widened")
+    if req.tolerance_policy not in POLICIES:
+        raise RequestError(f"unknown tolerance_policy {req.tolerance_policy!r}")
+    req.timing = parse_timing(raw["timing"]) if "timing" in raw else TimingConfig()
+    baselines = _typed(raw, "baselines", (list,), ["eager"])
+    unknown = [b for b in baselines if b not in BASELINES]
+    if unknown:
+        raise RequestError(f"unknown baselines {unknown}")
+    req.baselines = list(baselines)
+    req.cache_dir = _abs_path(raw, "cache_dir", required=False)
+    req.allow_tf32 = bool(_typed(raw, "allow_tf32", (bool,), False))
+    ceilings = raw.get("device_ceilings")
+    if ceilings is not None:
+        if not isinstance(ceilings, dict):
+            raise RequestError("request field 'device_ceilings' must be an object")
+        req.device_ceilings = DeviceCeilings(
+            bandwidth_gbs=float(_typed(ceilings, "bandwidth_gbs", (float, int), 0.0)),
+            peak_tflops=float(_typed(ceilings, "peak_tflops", (float, int), 0.0)),
+        )
+    timeout = _typed(raw, "timeout_s", (float, int), None)
+    req.timeout_s = float(timeout) if timeout is not None else None
+    return req

@@ -1,0 +1,96 @@
+"""The response: every field is always present, null where it does not apply."""
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional
+
+
+@dataclass
+class ErrLocation:
+    output: int
+    index: List[int]
+    cand: Optional[float]
+    ref: Optional[float]
+
+
+@dataclass
+class Tolerance:
+    atol: float
+    rtol: float
+    policy: str
+    widened_by_eager: bool
+
+
+@dataclass
+class TimingStats:
+    median_ms: float
+    mean_ms: float
+    p10_ms: float
+    p90_ms: float
+    stdev_ms: float
+    runs: int
+
+
+@dataclass
+class Trial:
+    seed: int
+    max_abs_err: Optional[float]
+    max_rel_err: Optional[float]
+    # Python keyword, so the JSON name "pass" is set in to_dict.
+    passed: bool
+
+
+@dataclass
+class OutputSpec:
+    shape: List[int]
+    dtype: str
+
+
+@dataclass
+class Response:
+    ok: bool = False
+    correct: Optional[bool] = None
+    max_abs_err: Optional[float] = None
+    max_rel_err: Optional[float] = None
+    rel_l2_err: Optional[float] = None
+    err_location: Optional[ErrLocation] = None
+    eager_max_abs_err: Optional[float] = None
+    eager_max_rel_err: Optional[float] = None
+    tolerance: Optional[Tolerance] = None
+    reference_precision: Optional[str] = None
+    ref_ms: Optional[float] = None
+    cand_ms: Optional[float] = None
+    compile_ms: Optional[float] = None
+    speedup: Optional[float] = None
+    speedup_vs_compile: Optional[float] = None
+    timing: Optional[Dict[str, TimingStats]] = None
+    flops: Optional[float] = None
+    min_bytes: Optional[int] = None
+    sol_ms: Optional[float] = None
+    flags: List[str] = field(default_factory=list)
+    error: Optional[str] = None
+    error_kind: Optional[str] = None
+    trials: List[Trial] = field(default_factory=list)
+    outputs: List[OutputSpec] = field(default_factory=list)
+    device_name: Optional[str] = None
+    torch_version: Optional[str] = None
+    traceback: Optional[str] = None
+    reference_cache_hits: int = 0
+    reference_computations: int = 0
+    notes: List[str] = field(default_factory=list)
+    # op "ceilings" only
+    bandwidth_gbs: Optional[float] = None
+    peak_tflops_fp32: Optional[float] = None
+
+    def add_flag(self, flag: str) -> None:
+        if flag not in self.flags:
+            self.flags.append(flag)
+
+    def add_note(self, note: str) -> None:
+        if note not in self.notes:
+            self.notes.append(note)
+
+    def to_dict(self) -> Dict[str, Any]:
+        data = asdict(self)
+        for trial in data["trials"]:
+            trial["pass"] = trial.pop("passed")
+        return data

@@ -1,0 +1,130 @@
+"""Small tensor helpers shared by verification, timing and the cost model."""
+
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+import torch
+
+Span = Tuple[int, int]
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def map_tensors(values: List[Any], fn: Any) -> List[Any]:
+    """Apply fn to every tensor in a (possibly nested) list of inputs."""
+    out: List[Any] = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            out.append(fn(v))
+        elif isinstance(v, (list, tuple)):
+            out.append(type(v)(map_tensors(list(v), fn)))
+        else:
+            out.append(v)
+    return out
+
+
+def flat_tensors(values: Iterable[Any]) -> List[torch.Tensor]:
+    found: List[torch.Tensor] = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            found.append(v)
+        elif isinstance(v, (list, tuple)):
+            found.extend(flat_tensors(v))
+    return found
+
+
+def to_device(values: List[Any], device: torch.device) -> List[Any]:
+    return map_tensors(values, lambda t: t.to(device))
+
+
+def clone_all(values: List[Any]) -> List[Any]:
+    return map_tensors(values, lambda t: t.detach().clone())
+
+
+def upcast(values: List[Any], dtype: torch.dtype) -> List[Any]:
+    return map_tensors(values, lambda t: t.to(dtype) if t.is_floating_point() else t)
+
+
+def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bitwise-style equality where NaN equals NaN; shapes and strides must agree too."""
+    if a.shape != b.shape or a.dtype != b.dtype or a.stride() != b.stride():
+        return False
+    if a.numel() == 0:
+        return True
+    if a.is_floating_point() or a.is_complex():
+        eq = (a == b) | (torch.isnan(a) & torch.isnan(b))
+        return bool(eq.all())
+    return bool(torch.equal(a, b))
+
+
+def storage_span(t: torch.Tensor) -> Optional[Span]:
+    """[start, end) of the memory the tensor's storage covers; None when empty or storage-less."""
+    if t.numel() == 0:
+        return None
+    try:
+        if hasattr(t, "untyped_storage"):
+            storage = t.untyped_storage()
+            ptr, nbytes = storage.data_ptr(), storage.nbytes()
+        else:
+            storage = t.storage()
+            ptr, nbytes = storage.data_ptr(), storage.nbytes()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None
+    if ptr == 0 or nbytes == 0:
+        return None
+    return (ptr, ptr + nbytes)
+
+
+def spans_overlap(a: Span, b: Span) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def is_dense(t: torch.Tensor) -> bool:
+    """Strided layout, no two elements at one address (so no expand()-style lazy views)."""
+    if t.layout != torch.strided:
+        return False
+    if t.numel() <= 1:
+        return True
+    dims = sorted(((st, sz) for st, sz in zip(t.stride(), t.shape) if sz != 1), key=lambda d: d[0])
+    expected = 1
+    for stride, size in dims:
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+def fingerprint(values: Iterable[Any]) -> Tuple[Any, ...]:
+    """Cheap summary of tensor values (shape, sum, sum of squares): tells inputs and
+    outputs apart when validating a cache entry or explaining a failure."""
+    parts: List[Any] = []
+    for t in flat_tensors(values):
+        if t.numel() == 0:
+            parts.append((tuple(t.shape), 0.0, 0.0))
+            continue
+        d = torch.nan_to_num(t.detach().to(torch.float64), nan=7.0, posinf=11.0, neginf=-11.0)
+        parts.append((tuple(t.shape), float(d.sum()), float(d.pow(2).sum())))
+    return tuple(parts)
+
+
+def unravel(flat_index: int, shape: Tuple[int, ...]) -> List[int]:
+    index: List[int] = []
+    for size in reversed(shape):
+        index.append(flat_index % size if size else 0)
+        flat_index = flat_index // size if size else 0
+    return list(reversed(index))
+
+
+def state_snapshot(model: torch.nn.Module) -> Dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.state_dict(keep_vars=True).items() if isinstance(v, torch.Tensor)}
+
+
+def changed_state(model: torch.nn.Module, snapshot: Dict[str, torch.Tensor]) -> List[str]:
+    current = {k: v for k, v in model.state_dict(keep_vars=True).items() if isinstance(v, torch.Tensor)}
+    changed = [k for k, v in snapshot.items() if k not in current or not same_values(current[k].detach(), v)]
+    return changed

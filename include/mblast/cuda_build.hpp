@@ -1,0 +1,72 @@
+#pragma once
+// Building candidate CUDA with plain nvcc into shared objects that the Python worker loads with
+// mblast_cuda.load (backends/cuda/worker/mblast_cuda.py) instead of load_inline (DESIGN.md §4).
+// The cache key, the compiled text and the nvcc flags must match mblast_cuda.py byte for byte,
+// so that the worker finds what the driver pre-built; tests/cuda_build_test.cpp checks that.
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mblast {
+
+// The CUDA sources of a candidate file: the content of every triple-quoted string literal
+// (r"""...""", r'''...''', """...""", '''...''') that contains __global__, in file order, with
+// line endings normalised to '\n' as Python does. Literals that Python would transform are left
+// out and the worker compiles those itself: non-raw literals containing a backslash (escapes),
+// f-strings and bytes. So are sources assembled at run time (concatenation, formatting).
+std::vector<std::string> extract_cuda_sources(const std::string& python_text);
+
+struct CudaBuildOptions {
+  std::filesystem::path cache_dir;  // empty: default_cuda_cache_dir()
+  std::string arch = "sm_90";       // sm_XY or sm_XYa
+  std::vector<std::string> extra_flags;
+  std::filesystem::path nvcc;  // empty: find_nvcc()
+  std::chrono::seconds timeout{180};
+  unsigned jobs = 0;  // parallel nvcc runs in build_all; 0 = hardware_concurrency
+};
+
+struct CudaBuildResult {
+  std::string key;                 // sha256 hex, as mblast_cuda.cache_key
+  std::filesystem::path artifact;  // <cache_dir>/<key>.so (exists when ok)
+  bool ok = false;
+  bool cached = false;  // the artifact was already there; nvcc did not run
+  std::string log;      // nvcc's output verbatim (the fix agent reads it)
+  double seconds = 0;
+};
+
+// $MBLAST_CUDA_CACHE, else ~/.cache/mblast/cuda.
+std::filesystem::path default_cuda_cache_dir();
+
+// The nvcc flags for an architecture: -O3 -std=c++17 -shared -Xcompiler -fPIC
+// -gencode arch=compute_XY,code=[sm_XY,compute_XY] -lineinfo -Xlinker -z,defs, then
+// extra_flags.
+// Throws input_error for an architecture that is not sm_XY.
+std::vector<std::string> cuda_nvcc_flags(const std::string& arch,
+                                         const std::vector<std::string>& extra_flags);
+
+// The text nvcc compiles: the source plus the mblast_last_error / mblast_error_string helpers.
+std::string cuda_final_source(const std::string& source);
+
+// sha256(final source + '\0' + flags joined by ' ' + '\0' + arch), in hex.
+std::string cuda_cache_key(const std::string& source, const std::string& arch,
+                           const std::vector<std::string>& extra_flags);
+
+// Compiles one source into <cache_dir>/<key>.so (written atomically, with <key>.cu and
+// <key>.log beside it) unless the artifact exists. A compile error or timeout is a result with
+// ok = false; throws mblast::Error only when nvcc cannot be found or run at all.
+CudaBuildResult build_cuda_source(const std::string& source, const CudaBuildOptions& options);
+
+// build_cuda_source for each source, up to options.jobs at a time; results in input order.
+std::vector<CudaBuildResult> build_all(const std::vector<std::string>& sources,
+                                       const CudaBuildOptions& options);
+
+// $MBLAST_NVCC when set (and only then), else nvcc on PATH, else /usr/local/cuda/bin/nvcc.
+std::optional<std::filesystem::path> find_nvcc();
+
+// The first GPU's compute capability from nvidia-smi ("9.0" -> "sm_90"); else
+// $MBLAST_CUDA_ARCH; else "sm_90".
+std::string detect_cuda_arch();
+
+}  // namespace mblast

@@ -1,0 +1,22 @@
+#pragma once
+// Finding the Python that runs the worker, and the worker's files.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mblast {
+
+// Interpreters to try, in order: $MBLAST_PYTHON, python3 on PATH, /usr/bin/python3.
+std::vector<std::string> python_candidates();
+
+// The first candidate with PyTorch installed (checked without importing it, so this is fast).
+// `tried` receives what was tried when none fits.
+std::optional<std::filesystem::path> find_torch_python(std::string* tried = nullptr);
+
+// The Python worker package folder (PYTHONPATH for `python3 -m mblast_worker`): $MBLAST_WORKER_DIR
+// if set, else the copy compiled into this binary, written once to
+// $XDG_CACHE_HOME/mblast/worker-<content hash> (~/.cache/...).
+std::filesystem::path worker_directory();
+
+}  // namespace mblast

@@ -1,0 +1,101 @@
+#pragma once
+// Requests to the Python worker (backends/cuda/worker), one request per process: a crash, hang or
+// CUDA error in candidate code takes down only that process. Protocol: the worker, started as
+// `PYTHON -m mblast_worker serve`, writes one JSON "ready" line on stdout, reads one JSON request
+// line on stdin, writes one JSON response line and exits.
+//
+// Each worker runs in its own fresh temporary directory (cwd, TMPDIR and HOME), removed after the
+// call, without secrets in its environment, and without network where the OS allows it (bwrap,
+// else `unshare -n`; `sandbox` says which).
+//
+// Threading: one background thread per pool forks every worker, so call() never waits for a
+// fork. Its only shared state is the queue of started workers, guarded by one mutex. A worker
+// taken from the queue belongs to the one call() that took it, which reads its ready line (the
+// worker has been importing in the meantime), sends the request and waits. call() may run on
+// several threads at once; the destructor must not run concurrently with call().
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+namespace mblast {
+
+struct WorkerConfig {
+  std::filesystem::path python;
+  std::filesystem::path worker_dir;         // holds the mblast_worker package; becomes PYTHONPATH
+  std::string device = "cpu";               // MBLAST_DEVICE: cpu, cuda or cuda:N
+  std::filesystem::path scratch_root;       // per-worker temp dirs go here; empty: the system's
+  std::map<std::string, std::string> env;   // applied last, over everything else
+  std::chrono::seconds start_timeout{180};  // from the start of a worker to its ready line
+  // 0: no limit. CUDA reserves a huge virtual address space, so leave 0 for cuda.
+  std::size_t address_space_bytes = 0;
+  unsigned open_files = 4096;
+  bool isolate_network = true;
+};
+
+struct WorkerOutcome {
+  bool completed = false;  // a response line was read and parsed
+  nlohmann::json response;
+  // Empty if completed, else e.g. "worker crashed: killed by SIGSEGV (signal 11)", "timed out
+  // after 300.0 s", "worker exited (exit 1) before answering", "worker sent invalid JSON: ...".
+  std::string failure;
+  std::string stderr_tail;  // the worker's last stderr output, candidate prints included
+  double seconds = 0;       // from sending the request to the answer or the failure
+  nlohmann::json ready;     // the worker's ready line
+  std::string sandbox;      // "bwrap", "unshare" or "none"
+};
+
+class WorkerPool {
+ public:
+  // Checks that config.python exists (mblast::Error otherwise) and starts `prestarted`
+  // workers in the background; after every call() that many are started or ready again.
+  explicit WorkerPool(WorkerConfig config, std::size_t prestarted = 1);
+  ~WorkerPool();  // kills the workers that were never used and removes their directories
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  // Takes a started worker (waiting for one if none is left), has a replacement started, sends
+  // the request and waits at most `timeout` for the answer. A failing worker is an outcome;
+  // throws mblast::Error only when no worker process can be started at all.
+  WorkerOutcome call(const nlohmann::json& request, std::chrono::seconds timeout);
+
+  // Starts one more worker in the background, beyond the `prestarted` ones.
+  void prestart();
+
+  const std::string& sandbox() const { return sandbox_; }
+
+ private:
+  struct Worker;
+  struct Started {
+    std::unique_ptr<Worker> worker;
+    std::exception_ptr error;  // why it could not be started
+  };
+
+  std::unique_ptr<Worker> take();
+  void want_more();  // with mutex_ held
+  void starter_loop();
+  std::unique_ptr<Worker> start_worker() const;
+
+  const WorkerConfig config_;
+  const std::size_t prestarted_;
+  std::string sandbox_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Started> started_;
+  std::size_t to_start_ = 0;  // requests the starter thread has not served yet
+  std::size_t waiting_ = 0;   // calls waiting in take()
+  bool stopping_ = false;
+  std::thread starter_;  // last: it starts running once everything above is set up
+};
+
+}  // namespace mblast

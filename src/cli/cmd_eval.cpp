@@ -1,0 +1,159 @@
+// `mblast eval PROBLEM.py --candidate FILE`: the judge, on its own.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/app.hpp"
+#include "mblast/error.hpp"
+#include "mblast/eval.hpp"
+#include "mblast/python.hpp"
+#include "mblast/worker.hpp"
+
+namespace mblast::cli {
+
+namespace {
+
+struct EvalCommand {
+  EvalOptions options;
+  std::string problem;
+  std::string candidate;
+  std::string cache_dir;
+  bool strict = false;
+  bool no_timing = false;
+  int timeout_s = 600;
+  bool json = false;
+};
+
+std::string number(const nlohmann::json& value, const char* format) {
+  if (!value.is_number()) return "-";
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, value.get<double>());
+  return buffer;
+}
+
+void print_report(const nlohmann::json& r) {
+  const bool correct = r.value("correct", false);
+  std::cout << "problem     " << r["problem"].get<std::string>() << "\n"
+            << "candidate   " << r["candidate"].get<std::string>() << "\n"
+            << "verdict     " << (correct ? "CORRECT" : "INCORRECT");
+  if (r.contains("trials") && r["trials"].is_array()) {
+    int passed = 0;
+    for (const auto& trial : r["trials"]) passed += trial.value("pass", false) ? 1 : 0;
+    std::cout << " (" << passed << "/" << r["trials"].size() << " trials)";
+  }
+  std::cout << "\n";
+  if (!r["error"].is_null()) std::cout << "error       " << r["error"].get<std::string>() << "\n";
+  std::cout << "max error   abs " << number(r["max_abs_err"], "%.3g") << ", rel "
+            << number(r["max_rel_err"], "%.3g");
+  if (r.contains("tolerance") && r["tolerance"].is_object()) {
+    const auto& t = r["tolerance"];
+    std::cout << "  (allowed atol " << number(t["atol"], "%.3g") << ", rtol "
+              << number(t["rtol"], "%.3g") << ", policy " << t.value("policy", "?") << ")";
+  }
+  std::cout << "\n";
+  if (r.contains("eager_max_abs_err")) {
+    std::cout << "eager error abs " << number(r["eager_max_abs_err"], "%.3g") << ", rel "
+              << number(r["eager_max_rel_err"], "%.3g") << " (PyTorch fp32 vs the "
+              << r.value("reference_precision", nlohmann::json("float64")).get<std::string>()
+              << " reference)\n";
+  }
+  if (r["ref_ms"].is_number() || r["cand_ms"].is_number()) {
+    std::cout << "time        eager " << number(r["ref_ms"], "%.4f") << " ms, candidate "
+              << number(r["cand_ms"], "%.4f") << " ms, speedup " << number(r["speedup"], "%.3f")
+              << "x";
+    if (r.contains("compile_ms") && r["compile_ms"].is_number()) {
+      std::cout << "; torch.compile " << number(r["compile_ms"], "%.4f") << " ms";
+    }
+    std::cout << "\n";
+  }
+  std::string flags;
+  for (const auto& flag : r["flags"]) flags += (flags.empty() ? "" : ", ") + flag.get<std::string>();
+  std::cout << "flags       " << (flags.empty() ? "none" : flags) << "\n";
+}
+
+}  // namespace
+
+void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
+  auto c = std::make_shared<EvalCommand>();
+  auto* eval = app.add_subcommand(
+      "eval",
+      "Judge one candidate: build it, verify it against the problem over several random seeds "
+      "with the anti-cheat checks, and time it against PyTorch eager. Exit 0 only when the "
+      "candidate is correct, 1 when it is wrong or cheats, 2 when the problem is unusable");
+  eval->add_option("PROBLEM", c->problem, "KernelBench problem file (Model, get_inputs, ...)")
+      ->required();
+  eval->add_option("--candidate", c->candidate,
+                   "Candidate file defining ModelNew (CUDA through mblast_cuda.load or "
+                   "load_inline, or plain PyTorch); a problem file itself is judged as its own "
+                   "candidate")
+      ->required();
+  eval->add_option("--backend", c->options.backend, "Backend (default: cuda)")
+      ->check(CLI::IsMember({"cuda"}));
+  eval->add_option("--device", c->options.device,
+                   "cuda, cuda:N or cpu (cpu: plain PyTorch candidates on the CPU, as CI runs)")
+      ->check([](const std::string& value) {
+        return value == "cpu" || value == "cuda" || value.rfind("cuda:", 0) == 0
+                   ? std::string()
+                   : "must be cuda, cuda:N or cpu";
+      });
+  eval->add_option("--seeds", c->options.seeds, "Verification trials, each with fresh inputs (default 5)")
+      ->check(CLI::Range(1, 1000));
+  eval->add_option("--seed", c->options.seed, "First trial seed (default 1)");
+  eval->add_option("--atol", c->options.atol, "Absolute tolerance (default 1e-4)")
+      ->check(CLI::PositiveNumber);
+  eval->add_option("--rtol", c->options.rtol, "Relative tolerance (default 1e-4)")
+      ->check(CLI::PositiveNumber);
+  eval->add_flag("--strict-tolerance", c->strict,
+                 "Do not widen the tolerance to 1.5x PyTorch eager's own error");
+  eval->add_flag("--allow-tf32", c->options.allow_tf32, "Allow TF32 matrix math in the candidate");
+  eval->add_option("--runs", c->options.timing_runs, "Timed runs of each (default 30)")
+      ->check(CLI::Range(1, 100000));
+  eval->add_flag("--no-timing", c->no_timing, "Verify only");
+  eval->add_flag("--compile-baseline", c->options.compile_baseline,
+                 "Also time torch.compile of the reference");
+  eval->add_option("--timeout", c->timeout_s, "Seconds before the worker is killed (default 600)")
+      ->check(CLI::PositiveNumber);
+  eval->add_option("--cache-dir", c->cache_dir,
+                   "Reference and build cache (default: $XDG_CACHE_HOME/mblast or ~/.cache/mblast)");
+  eval->add_flag("--json", c->json, "Print the result object as JSON");
+  eval->callback([&action, c] {
+    action = [c] {
+      auto& options = c->options;
+      options.problem = c->problem;
+      options.candidate = c->candidate;
+      options.cache_dir = c->cache_dir;
+      options.tolerance_policy = c->strict ? "strict" : "eager-widened";
+      options.timing = !c->no_timing;
+      options.timeout = std::chrono::seconds(c->timeout_s);
+      for (const auto& path : {options.problem, options.candidate}) {
+        if (!std::filesystem::is_regular_file(path)) {
+          throw input_error("no such file: " + path.string(), "check the path");
+        }
+      }
+      std::string tried;
+      auto python = find_torch_python(&tried);
+      if (!python) {
+        throw input_error("no Python with PyTorch found (tried " + tried + ")",
+                          "apt-get install python3-torch, or set MBLAST_PYTHON");
+      }
+      if (options.cache_dir.empty()) options.cache_dir = default_cache_dir();
+      WorkerConfig config;
+      config.python = *python;
+      // The worker's mblast_cuda.load() finds the shared objects built here by their key.
+      config.env["MBLAST_CUDA_CACHE"] = (options.cache_dir / "cuda").string();
+      config.worker_dir = worker_directory();
+      config.device = options.device;
+      config.scratch_root = std::filesystem::temp_directory_path();
+      WorkerPool workers(config, 1);
+      auto result = evaluate(options, workers);
+      if (c->json) {
+        std::cout << result.dump(2) << "\n";
+      } else {
+        print_report(result);
+      }
+      return result.value("correct", false) ? 0 : 1;
+    };
+  });
+}
+
+}  // namespace mblast::cli

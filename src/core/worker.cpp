@@ -1,0 +1,318 @@
+#include "mblast/worker.hpp"
+
+#include <stdlib.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <optional>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "mblast/child.hpp"
+#include "mblast/error.hpp"
+#include "mblast/process.hpp"
+
+namespace mblast {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+constexpr auto kExitGrace = std::chrono::seconds(5);  // for a worker that has answered to exit
+constexpr std::size_t kStderrTailBytes = 64 * 1024;
+constexpr std::size_t kExcerptBytes = 200;
+
+const std::vector<std::string> kBwrap = {
+    "bwrap", "--unshare-net", "--die-with-parent", "--dev-bind", "/", "/", "--proc", "/proc", "--"};
+const std::vector<std::string> kUnshare = {"unshare", "-n", "--"};
+
+bool works(std::vector<std::string> prefix) {
+  if (!find_program(prefix.front())) return false;
+  prefix.push_back("true");
+  ProcessSpec spec;
+  spec.argv = std::move(prefix);
+  spec.timeout = std::chrono::seconds(10);
+  try {
+    return run_process(spec).ok();
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// Probed once per process, with the same options the workers get.
+const std::string& detect_sandbox() {
+  static const std::string mode = [] {
+    if (works(kBwrap)) return "bwrap";
+    if (works(kUnshare)) return "unshare";
+    spdlog::warn(
+        "workers run without network isolation: neither bwrap nor `unshare -n` works here; "
+        "install bubblewrap to sandbox candidate code");
+    return "none";
+  }();
+  return mode;
+}
+
+// bwrap runs the worker as its child and exits with 128 + N when the worker dies by signal N.
+void unwrap_bwrap_status(ProcessResult& result) {
+  if (result.term_signal == 0 && result.exit_code > 128 && result.exit_code <= 128 + 64) {
+    result.term_signal = result.exit_code - 128;
+    result.exit_code = -1;
+  }
+}
+
+std::string ended_early(const ProcessResult& result, bool starting) {
+  if (result.term_signal != 0) {
+    return std::string(starting ? "worker crashed while starting: " : "worker crashed: ") +
+           result.describe();
+  }
+  return "worker exited (" + result.describe() + ") " +
+         (starting ? "before it was ready" : "before answering");
+}
+
+std::string seconds_text(std::chrono::duration<double> seconds) {
+  std::array<char, 32> text{};
+  std::snprintf(text.data(), text.size(), "%.1f s", seconds.count());
+  return text.data();
+}
+
+// A message-safe piece of what the worker sent: printable ASCII only, so that it is valid
+// UTF-8 wherever it ends up.
+std::string excerpt(std::string_view text) {
+  std::string result;
+  for (const char c : text.substr(0, kExcerptBytes)) {
+    result.push_back(c >= 0x20 && c < 0x7f ? c : '?');
+  }
+  if (text.size() > kExcerptBytes) result += "...";
+  return result;
+}
+
+// The last kStderrTailBytes, not starting inside a UTF-8 sequence.
+std::string last_part(const std::string& text) {
+  std::size_t from = text.size() > kStderrTailBytes ? text.size() - kStderrTailBytes : 0;
+  for (int skipped = 0; skipped < 3 && from < text.size(); ++skipped) {
+    if ((static_cast<unsigned char>(text[from]) & 0xC0) != 0x80) break;
+    ++from;
+  }
+  return text.substr(from);
+}
+
+std::optional<json> parse_object(const std::string& line, std::string& failure) {
+  try {
+    json value = json::parse(line);
+    if (value.is_object()) return value;
+    failure = "expected a JSON object, got " + excerpt(line);
+  } catch (const json::parse_error& error) {
+    failure = excerpt(line) + " (parse error at byte " + std::to_string(error.byte) + ")";
+  }
+  return std::nullopt;
+}
+
+std::string reason(const json& ready) {
+  const json error = ready.value("error", json());
+  if (error.is_null()) return "no reason given";
+  return error.is_string() ? error.get<std::string>() : error.dump();
+}
+
+class ScratchDir {
+ public:
+  explicit ScratchDir(const fs::path& root) {
+    fs::create_directories(root);
+    std::string pattern = (root / "mblast-worker-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw job_error("cannot create a scratch directory under " + root.string() + ": " +
+                          std::error_code(errno, std::generic_category()).message(),
+                      "check that the scratch root is writable and has space");
+    }
+    path_ = pattern;
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  ~ScratchDir() {
+    std::error_code error;
+    fs::remove_all(path_, error);
+    if (error)
+      spdlog::warn("cannot remove worker directory {}: {}", path_.string(), error.message());
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+ProcessSpec worker_spec(const WorkerConfig& config, const std::string& sandbox,
+                        const fs::path& dir) {
+  ProcessSpec spec;
+  if (sandbox == "bwrap") spec.argv = kBwrap;
+  if (sandbox == "unshare") spec.argv = kUnshare;
+  spec.argv.insert(spec.argv.end(), {config.python.string(), "-m", "mblast_worker", "serve"});
+  spec.cwd = dir;
+  spec.scrub_secrets = true;
+  spec.env = {{"PYTHONPATH", config.worker_dir.string()},
+              {"MBLAST_DEVICE", config.device},
+              {"PYTHONUNBUFFERED", "1"},
+              {"PYTHONDONTWRITEBYTECODE", "1"},
+              {"TMPDIR", dir.string()},
+              {"HOME", dir.string()}};
+  for (const auto& [name, value] : config.env) spec.env[name] = value;
+  spec.limit_address_space_bytes = config.address_space_bytes;
+  spec.limit_open_files = config.open_files;
+  return spec;
+}
+
+// Absolute paths: the worker starts in its scratch directory.
+WorkerConfig resolved(WorkerConfig config) {
+  const auto python = find_program(config.python.string());
+  if (!python) {
+    throw input_error("cannot run the worker: no Python at '" + config.python.string() + "'",
+                      "install python3 or point MBLAST_PYTHON at one");
+  }
+  config.python = fs::absolute(*python);
+  config.worker_dir = fs::absolute(config.worker_dir);
+  if (config.scratch_root.empty()) config.scratch_root = fs::temp_directory_path();
+  config.scratch_root = fs::absolute(config.scratch_root);
+  return config;
+}
+
+}  // namespace
+
+struct WorkerPool::Worker {
+  Worker(const WorkerConfig& config, const std::string& sandbox)
+      : dir(config.scratch_root), child(worker_spec(config, sandbox, dir.path())) {}
+
+  // Declared in this order so that the process group is gone before its directory is removed.
+  ScratchDir dir;
+  Clock::time_point started = Clock::now();
+  Child child;
+};
+
+WorkerPool::WorkerPool(WorkerConfig config, std::size_t prestarted)
+    : config_(resolved(std::move(config))),
+      prestarted_(prestarted),
+      sandbox_(config_.isolate_network ? detect_sandbox() : "none") {
+  want_more();
+  starter_ = std::thread([this] { starter_loop(); });
+}
+
+WorkerPool::~WorkerPool() {
+  {
+    const std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  starter_.join();
+  started_.clear();
+}
+
+void WorkerPool::prestart() {
+  const std::lock_guard lock(mutex_);
+  ++to_start_;
+  changed_.notify_all();
+}
+
+void WorkerPool::want_more() {
+  const std::size_t wanted = waiting_ + prestarted_;
+  const std::size_t have = started_.size() + to_start_;
+  if (have >= wanted) return;
+  to_start_ += wanted - have;
+  changed_.notify_all();
+}
+
+std::unique_ptr<WorkerPool::Worker> WorkerPool::start_worker() const {
+  return std::make_unique<Worker>(config_, sandbox_);
+}
+
+void WorkerPool::starter_loop() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    changed_.wait(lock, [this] { return stopping_ || to_start_ > 0; });
+    if (stopping_) return;
+    --to_start_;
+    lock.unlock();
+    Started next;
+    try {
+      next.worker = start_worker();
+    } catch (...) {
+      next.error = std::current_exception();
+    }
+    lock.lock();
+    started_.push_back(std::move(next));
+    changed_.notify_all();
+  }
+}
+
+std::unique_ptr<WorkerPool::Worker> WorkerPool::take() {
+  std::unique_lock lock(mutex_);
+  ++waiting_;
+  want_more();
+  changed_.wait(lock, [this] { return !started_.empty(); });
+  --waiting_;
+  Started next = std::move(started_.front());
+  started_.pop_front();
+  want_more();
+  lock.unlock();
+  if (next.error) std::rethrow_exception(next.error);
+  return std::move(next.worker);
+}
+
+WorkerOutcome WorkerPool::call(const json& request, std::chrono::seconds timeout) {
+  const std::unique_ptr<Worker> worker = take();
+  Child& child = worker->child;
+  WorkerOutcome outcome;
+  outcome.sandbox = sandbox_;
+  const auto finish = [&](Child::Deadline deadline) {
+    ProcessResult result = child.finish(deadline);
+    if (sandbox_ == "bwrap") unwrap_bwrap_status(result);
+    outcome.stderr_tail = last_part(child.stderr_tail());
+    return result;
+  };
+
+  const auto ready_deadline = worker->started + config_.start_timeout;
+  const std::optional<std::string> ready_line = child.read_line(ready_deadline);
+  if (!ready_line) {
+    const ProcessResult result = finish(ready_deadline);
+    outcome.failure = result.timed_out
+                          ? "worker was not ready after " + seconds_text(config_.start_timeout)
+                          : ended_early(result, true);
+    return outcome;
+  }
+  std::string why;
+  std::optional<json> ready = parse_object(*ready_line, why);
+  if (ready) outcome.ready = std::move(*ready);
+  if (!ready || outcome.ready.value("ready", json()) != true) {
+    finish(Clock::now() + kExitGrace);
+    outcome.failure = ready ? "worker could not start: " + reason(outcome.ready)
+                            : "worker sent an invalid ready line: " + why;
+    return outcome;
+  }
+
+  const auto sent = Clock::now();
+  const auto deadline = sent + timeout;
+  std::optional<std::string> answer;
+  if (child.write(request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", deadline)) {
+    child.close_stdin();  // one request per worker
+    answer = child.read_line(deadline);
+  }
+  if (!answer) {
+    const ProcessResult result = finish(deadline);
+    outcome.seconds = std::chrono::duration<double>(Clock::now() - sent).count();
+    outcome.failure =
+        result.timed_out ? "timed out after " + seconds_text(timeout) : ended_early(result, false);
+    return outcome;
+  }
+  outcome.seconds = std::chrono::duration<double>(Clock::now() - sent).count();
+  if (auto response = parse_object(*answer, why)) {
+    outcome.completed = true;
+    outcome.response = std::move(*response);
+  } else {
+    outcome.failure = "worker sent invalid JSON: " + why;
+  }
+  finish(Clock::now() + kExitGrace);
+  return outcome;
+}
+
+}  // namespace mblast

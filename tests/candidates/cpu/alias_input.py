@@ -1,0 +1,12 @@
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    """Returns the input buffer itself, overwritten with the result."""
+
+    def __init__(self, *args) -> None:
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu_(x)

@@ -1,0 +1,14 @@
+import torch
+import torch.nn as nn
+
+
+class LazyTensor(torch.Tensor):
+    pass
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args) -> None:
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x).as_subclass(LazyTensor)

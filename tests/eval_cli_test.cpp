@@ -1,0 +1,90 @@
+// `mblast eval --device cpu` end to end: the real binary, the embedded Python worker and
+// Debian's PyTorch, as CI runs it. The worker's own checks are covered in depth by pytest.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "mblast/python.hpp"
+#include "test_support.hpp"
+
+namespace mblast {
+namespace {
+
+using testing::run_mblast;
+using testing::TempDir;
+
+std::string source(const std::string& relative) {
+  return std::string(MBLAST_SOURCE_DIR) + "/tests/" + relative;
+}
+
+class EvalCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!find_torch_python()) GTEST_SKIP() << "no Python with torch (apt-get install python3-torch)";
+  }
+  ProcessResult eval(const std::string& problem, const std::string& candidate,
+                     std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"eval", source(problem), "--candidate", source(candidate),
+                                     "--device", "cpu", "--json", "--runs", "5",
+                                     "--cache-dir", (cache_ / "cache").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_mblast(args, {{"XDG_CACHE_HOME", (cache_ / "xdg").string()}});
+  }
+  TempDir cache_;
+};
+
+TEST_F(EvalCli, CorrectCandidatePrintsTheDesignObjectAndExitsZero) {
+  auto result = eval("problems/relu_small.py", "candidates/cpu/correct_relu.py");
+  ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
+  auto json = nlohmann::json::parse(result.out);
+  for (const char* field : {"correct", "max_abs_err", "max_rel_err", "ref_ms", "cand_ms",
+                            "speedup", "flags", "error"}) {
+    EXPECT_TRUE(json.contains(field)) << field;
+  }
+  EXPECT_TRUE(json["correct"].get<bool>());
+  EXPECT_TRUE(json["flags"].empty());
+  EXPECT_TRUE(json["error"].is_null());
+  EXPECT_GT(json["ref_ms"].get<double>(), 0);
+  EXPECT_GT(json["cand_ms"].get<double>(), 0);
+  EXPECT_EQ(json["trials"].size(), 5u);
+  EXPECT_EQ(json["tolerance"]["policy"], "eager-widened");
+}
+
+TEST_F(EvalCli, CheatingCandidateExitsOneWithItsFlag) {
+  auto result = eval("problems/relu_small.py", "candidates/cpu/mutate_input.py", {"--seeds", "2"});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  auto json = nlohmann::json::parse(result.out);
+  EXPECT_FALSE(json["correct"].get<bool>());
+  auto flags = json["flags"].get<std::vector<std::string>>();
+  EXPECT_NE(std::find(flags.begin(), flags.end(), "input_mutated"), flags.end());
+}
+
+TEST_F(EvalCli, CrashingCandidateIsReportedAndTheDriverSurvives) {
+  auto result = eval("problems/relu_small.py", "candidates/cpu/segfault.py", {"--no-timing"});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  auto json = nlohmann::json::parse(result.out);
+  EXPECT_FALSE(json["correct"].get<bool>());
+  EXPECT_NE(json["error"].get<std::string>().find("SIGSEGV"), std::string::npos);
+}
+
+TEST_F(EvalCli, HangingCandidateIsKilledAtTheTimeout) {
+  auto result = eval("problems/relu_small.py", "candidates/cpu/hang.py",
+                     {"--no-timing", "--timeout", "20"});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  auto json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["error_kind"], "timeout");
+}
+
+TEST_F(EvalCli, UnusableProblemExitsTwoNamingTheFileAndCause) {
+  auto result = eval("problems/broken_syntax.py", "candidates/cpu/correct_relu.py");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("broken_syntax.py"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("SyntaxError"), std::string::npos) << result.err;
+
+  auto missing = eval("problems/no_such_problem.py", "candidates/cpu/correct_relu.py");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("no_such_problem.py"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mblast

@@ -1,0 +1,184 @@
+"""In-process unit tests of the worker's building blocks (fast; no subprocesses)."""
+
+import math
+import time
+from typing import Any, Dict
+
+import pytest
+import torch
+
+from mblast_worker.checks import aliases_anything, check_structure
+from mblast_worker.compare import Tol, diff, eager_error, poison_dependent_fraction, widened
+from mblast_worker.errors import RequestError
+from mblast_worker.guards import NamespaceSnapshot, Tf32Setting, apply_tf32, read_precision_state
+from mblast_worker.opsrec import record_ops, shared_reference_ops
+from mblast_worker.poison import SENTINEL
+from mblast_worker.protocol import json_safe
+from mblast_worker.request import parse_request
+from mblast_worker.response import Response, Trial
+from mblast_worker.tensors import is_dense, same_values
+from mblast_worker.timing import hides_device_work, summarize
+
+BASE = Tol(1e-4, 1e-4)
+
+
+def test_diff_exact_match() -> None:
+    r = torch.randn(8, 8, dtype=torch.float64)
+    d = diff(r.float(), r, BASE, 1e-4)
+    assert d.passes(1e-2) and d.max_abs < 1e-6 and not d.special_mismatch
+
+
+def test_diff_reports_worst_element() -> None:
+    r = torch.zeros(4, 5, dtype=torch.float64) + 1.0
+    c = r.float().clone()
+    c[2, 3] = 1.5
+    d = diff(c, r, BASE, 1e-4)
+    assert not d.passes(1e-2)
+    assert d.worst_index == [2, 3] and d.worst_cand == 1.5 and d.worst_ref == 1.0
+    assert d.max_abs == pytest.approx(0.5)
+
+
+def test_diff_nan_where_reference_finite() -> None:
+    r = torch.ones(3, dtype=torch.float64)
+    c = torch.tensor([1.0, float("nan"), 1.0])
+    d = diff(c, r, BASE, 1e-4)
+    assert d.bad_nonfinite and d.special_mismatch and math.isinf(d.max_abs) and not d.passes(1e-2)
+
+
+def test_diff_matching_specials_pass() -> None:
+    r = torch.tensor([float("nan"), float("inf"), 1.0], dtype=torch.float64)
+    d = diff(r.float(), r, BASE, 1e-4)
+    assert d.passes(1e-2) and not d.special_mismatch
+
+
+def test_zeros_pass_elementwise_but_not_rel_l2() -> None:
+    r = torch.randn(64, dtype=torch.float64) * 1e-6
+    d = diff(torch.zeros(64), r, BASE, 1e-4)
+    assert d.worst_ratio <= 1.0 and d.rel_l2 == pytest.approx(1.0) and not d.passes(1e-2)
+    assert d.zero_fraction == 1.0 and d.ref_zero_fraction == 0.0
+
+
+def test_reduced_precision_signature() -> None:
+    torch.manual_seed(0)
+    a, b = torch.randn(64, 64), torch.randn(64, 64)
+    ref = a.double() @ b.double()
+    bf16 = diff((a.bfloat16() @ b.bfloat16()).float(), ref, BASE, 1e-4)
+    scaled = diff((a @ b) * 1.01, ref, BASE, 1e-4)
+    assert bf16.looks_like_reduced_precision()
+    assert not scaled.looks_like_reduced_precision()  # a biased error is a bug, not rounding
+
+
+def test_eager_error_and_widening() -> None:
+    r = torch.tensor([0.0, 1.0, 3.0], dtype=torch.float64)
+    e = torch.tensor([0.001, 1.002, 3.0])
+    t = eager_error(e, r)
+    assert t == pytest.approx(0.001, rel=1e-3)
+    assert widened(BASE, t, "eager-widened").atol == pytest.approx(1.5 * t, rel=1e-6)
+    assert widened(BASE, t, "strict") == BASE
+    assert widened(BASE, 1e-6, "eager-widened") == BASE
+
+
+def test_poison_fraction() -> None:
+    ref = torch.ones(10, dtype=torch.float64)
+    a = torch.ones(10)
+    b = torch.ones(10)
+    a[5:] = float("nan")
+    b[5:] = SENTINEL
+    assert poison_dependent_fraction(a, b, ref, BASE) == pytest.approx(0.5)
+    # merely different results (a stale cache) are not poison
+    assert poison_dependent_fraction(torch.ones(10), torch.full((10,), 2.0), ref, BASE) == 0.0
+
+
+def test_structure_checks() -> None:
+    expected = [torch.zeros(2, 3)]
+    assert check_structure(torch.zeros(2, 3), expected).error is None
+    assert check_structure([torch.zeros(2, 3)], expected).error_kind == "shape"
+    assert check_structure((torch.zeros(2, 3), torch.zeros(1)), expected).error_kind == "shape"
+    assert check_structure(torch.zeros(3, 2), expected).error_kind == "shape"
+    assert check_structure(torch.zeros(2, 3, dtype=torch.float64), expected).error_kind == "dtype"
+    lazy = check_structure(torch.zeros(1, 3).expand(2, 3), expected)
+    assert lazy.flags == ["non_dense_output"] and lazy.error is None
+
+    class Sub(torch.Tensor):
+        pass
+
+    sub = check_structure(torch.zeros(2, 3).as_subclass(Sub), expected)
+    assert sub.flags == ["tensor_subclass_output"] and type(sub.outputs[0]) is torch.Tensor
+
+
+def test_density_and_aliasing() -> None:
+    x = torch.randn(4, 4)
+    assert is_dense(x) and is_dense(x.t()) and not is_dense(x[:, :2]) and not is_dense(torch.zeros(1).expand(5))
+    model = torch.nn.Linear(4, 4)
+    assert aliases_anything([x.clone()], [x], model) == []
+    assert aliases_anything([x[1:]], [x], model) == ["output 0 shares memory with input 0"]
+    assert aliases_anything([model.weight.detach()], [x], model) == ["output 0 shares memory with parameter weight"]
+    y = torch.randn(8)
+    assert aliases_anything([y[:4], y[4:]], [x], model)[0] == "output 0 shares memory with output 1"
+
+
+def test_same_values_treats_nan_as_equal() -> None:
+    a = torch.tensor([1.0, float("nan")])
+    assert same_values(a, a.clone()) and not same_values(a, torch.tensor([1.0, 2.0]))
+
+
+def test_op_recording_and_families() -> None:
+    a = torch.randn(4, 4)
+    ref_ops = record_ops(lambda: torch.matmul(a, a))
+    assert "mm" in ref_ops
+    assert shared_reference_ops(ref_ops, record_ops(lambda: torch.nn.functional.linear(a, a))) == ["matmul (mm)"]
+    assert shared_reference_ops(ref_ops, record_ops(lambda: (a[:, :, None] * a[None]).sum(1))) == []
+    soft = record_ops(lambda: torch.softmax(a, -1))
+    assert shared_reference_ops(soft, soft) == ["softmax (_softmax)"]
+
+
+def test_namespace_snapshot_detects_and_restores() -> None:
+    snap = NamespaceSnapshot.take()
+    real_clock, real_relu = time.perf_counter, torch.relu
+    try:
+        time.perf_counter = lambda: 0.0  # type: ignore[assignment]
+        torch.relu = lambda x: x  # type: ignore[assignment]
+        report = snap.check_and_restore()
+        assert report.timer == ["time.perf_counter"] and report.torch == ["torch.relu"]
+        assert time.perf_counter is real_clock and torch.relu is real_relu
+        assert snap.check_and_restore().timer == []
+    finally:
+        time.perf_counter, torch.relu = real_clock, real_relu  # type: ignore[assignment]
+
+
+def test_precision_state_notices_tf32() -> None:
+    apply_tf32(Tf32Setting(False, False))
+    before = read_precision_state()
+    torch.backends.cuda.matmul.allow_tf32 = True
+    assert read_precision_state() != before
+    apply_tf32(Tf32Setting(False, False))
+    assert read_precision_state() == before
+
+
+def test_request_defaults_and_validation() -> None:
+    req = parse_request({"op": "eval", "problem": "/p.py", "candidate": "/c.py"})
+    assert req.seeds == [1, 2, 3, 4, 5] and req.init_seed == 42 and req.atol == 1e-4
+    assert req.timing is not None and req.timing.runs == 30 and req.timing.l2_flush
+    assert req.baselines == ["eager"] and req.cache_dir is None and req.allow_tf32 is False
+    assert parse_request({"op": "check_task", "problem": "/p.py", "timing": None}).timing is None
+    for bad in ({"op": "eval", "problem": "/p.py"}, {"op": "eval", "candidate": "/c.py"},
+                {"op": "check_task", "problem": "/p.py", "seeds": []},
+                {"op": "eval", "problem": "/p", "candidate": "/c", "atol": "x"},
+                {"op": "eval", "problem": "/p", "candidate": "/c", "baselines": ["fast"]},
+                {"op": "eval", "problem": "/p", "candidate": "/c", "timing": {"runs": 0}}):
+        with pytest.raises(RequestError):
+            parse_request(bad)
+
+
+def test_response_shape_and_json_safety() -> None:
+    resp = Response(ok=True, max_abs_err=math.inf, trials=[Trial(1, 0.5, math.nan, False)])
+    data: Dict[str, Any] = json_safe(resp.to_dict())
+    assert data["max_abs_err"] is None and data["trials"][0] == {"seed": 1, "max_abs_err": 0.5,
+                                                                 "max_rel_err": None, "pass": False}
+
+
+def test_summary_statistics() -> None:
+    s = summarize([5.0, 1.0, 3.0, 2.0, 4.0])
+    assert (s.median_ms, s.mean_ms, s.runs) == (3.0, 3.0, 5)
+    assert s.p10_ms == pytest.approx(1.4) and s.p90_ms == pytest.approx(4.6)
+    assert hides_device_work([1.0] * 10, [0.2] * 10) and not hides_device_work([0.21] * 10, [0.2] * 10)

@@ -1,0 +1,305 @@
+"""The worker through its real command line: verdicts, flags, errors, caching."""
+
+import json
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+import pytest
+
+from conftest import (FAST_TIMING, PROBLEMS, brief, cpu_candidate, eval_request, evaluate, evaluate_many,
+                      problem, run_worker)
+
+GOOD_PROBLEMS = ["relu_small", "matmul_small", "tiny_output", "softmax_small", "sum_reduction_small", "linear_small"]
+
+# id: (problem, candidate, flag that must be raised, expected correct, expected error_kind or None = any failure kind)
+CHEATS: Dict[str, Any] = {
+    "zero_output_tiny_values": ("tiny_output", "zero_output", "zero_output", False, "mismatch"),
+    "zero_output_relu": ("relu_small", "zero_output", "zero_output", False, "mismatch"),
+    "pointer_cache": ("relu_small", "pointer_cache", "result_cache", False, None),
+    "fingerprint_cache": ("relu_small", "fingerprint_cache", "result_cache", False, "cheat"),
+    "patch_timer": ("relu_small", "patch_timer", "timer_patched", False, "cheat"),
+    "patch_torch": ("relu_small", "patch_torch", "torch_patched", False, "mismatch"),
+    "mutate_input": ("relu_small", "mutate_input", "input_mutated", False, "cheat"),
+    "mutate_param": ("linear_small", "mutate_param", "input_mutated", False, None),
+    "alias_input": ("relu_small", "alias_input", "output_aliases_input", False, "cheat"),
+    "subclass_output": ("relu_small", "subclass_output", "tensor_subclass_output", False, "cheat"),
+    "partial_output": ("relu_small", "partial_output", "partial_output", False, None),
+    "uninitialized_output": ("relu_small", "uninitialized_output", "uninitialized_output", False, None),
+    "calls_reference": ("matmul_small", "calls_reference", "calls_reference_op", True, None),
+    "precision_drop_bf16": ("matmul_small", "precision_drop", "precision_drop", False, "mismatch"),
+    "precision_drop_tf32_switch": ("matmul_small", "tf32_switch", "precision_drop", False, "cheat"),
+}
+
+# id: (problem, candidate, error_kind)
+FAILURES: Dict[str, Any] = {
+    "wrong_shape": ("relu_small", "wrong_shape", "shape"),
+    "wrong_dtype": ("relu_small", "wrong_dtype", "dtype"),
+    "nan_output": ("relu_small", "nan_output", "nan_inf"),
+    "wrong_values": ("relu_small", "wrong_values", "mismatch"),
+    "raises": ("relu_small", "raises", "candidate_runtime"),
+    "broken_candidate": ("relu_small", "broken_candidate", "candidate_load"),
+    "no_modelnew": ("relu_small", "no_modelnew", "candidate_load"),
+}
+
+# problem: (expected fragment of the error message)
+TASK_ERRORS = [
+    ("broken_syntax", "SyntaxError at line 7"),
+    ("no_get_inputs", "no function get_inputs()"),
+    ("no_model", "no class Model"),
+    ("init_raises", "Model(*get_init_inputs()) raised ValueError: this model cannot be built"),
+    ("inputs_raise", "get_inputs() raised ValueError: no inputs today"),
+    ("returns_list", "forward returned list, expected tensor or tuple of tensors"),
+]
+
+# eval reports the same task errors as check_task; a few suffice (every one costs a process)
+EVAL_TASK_ERRORS = ["broken_syntax", "init_raises", "returns_list"]
+
+# more request validation is unit-tested in test_units.py
+BAD_REQUESTS = [
+    ({"op": "bogus"}, "unknown op"),
+    ({"op": "eval", "problem": "relative/path.py", "candidate": "/x.py"}, "absolute path"),
+]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Dict[str, Any]]:
+    """Every table-driven evaluation, run concurrently once for the whole module."""
+    requests: Dict[str, Dict[str, Any]] = {}
+    for key, (prob, cand, *_rest) in {**CHEATS, **FAILURES}.items():
+        requests[key] = eval_request(problem(prob), cpu_candidate(cand))
+    for prob in GOOD_PROBLEMS:
+        requests[f"self:{prob}"] = eval_request(problem(prob), problem(prob))
+    requests["correct_relu"] = eval_request(problem("relu_small"), cpu_candidate("correct_relu"))
+    requests["uses_helper"] = eval_request(problem("relu_small"), cpu_candidate("uses_helper"))
+    for prob, _message in TASK_ERRORS:
+        requests[f"check_task:{prob}"] = {"op": "check_task", "problem": problem(prob)}
+    for prob in EVAL_TASK_ERRORS:
+        requests[f"eval_task:{prob}"] = eval_request(problem(prob), cpu_candidate("correct_relu"), timing=None,
+                                                     seeds=[1])
+    for n, (body, _fragment) in enumerate(BAD_REQUESTS):
+        requests[f"bad_request:{n}"] = body
+    requests["strict"] = eval_request(problem("matmul_small"), problem("matmul_small"), timing=None,
+                                      tolerance_policy="strict", seeds=[1])
+    requests["beyond_sol"] = eval_request(problem("relu_small"), cpu_candidate("correct_relu"), seeds=[1],
+                                          device_ceilings={"bandwidth_gbs": 1e-6, "peak_tflops": 1e-9})
+    requests["compile"] = eval_request(problem("relu_small"), cpu_candidate("correct_relu"), seeds=[1],
+                                       baselines=["eager", "compile"])
+    requests["check_task:sum"] = {"op": "check_task", "problem": problem("sum_reduction_small")}
+    requests["ceilings"] = {"op": "ceilings", "device": "cpu"}
+    return evaluate_many(requests, tmp_path_factory.mktemp("table"))
+
+
+@pytest.mark.parametrize("case", sorted(CHEATS))
+def test_cheat_is_flagged(results: Dict[str, Dict[str, Any]], case: str) -> None:
+    _prob, _cand, flag, correct, kind = CHEATS[case]
+    resp = results[case]
+    assert resp["ok"] is True
+    assert flag in resp["flags"], brief(resp)
+    assert resp["correct"] is correct, brief(resp)
+    if correct:
+        assert resp["error_kind"] is None and resp["error"] is None
+    else:
+        assert resp["error"]
+        if kind is not None:
+            assert resp["error_kind"] == kind, brief(resp)
+
+
+@pytest.mark.parametrize("case", sorted(FAILURES))
+def test_failure_kind(results: Dict[str, Dict[str, Any]], case: str) -> None:
+    _prob, cand, kind = FAILURES[case]
+    resp = results[case]
+    assert resp["ok"] is True
+    assert resp["correct"] is False
+    assert resp["error_kind"] == kind, brief(resp)
+    if kind in ("shape", "dtype", "candidate_runtime", "candidate_load"):
+        assert cand in resp["error"]  # errors name the file
+
+
+def test_candidate_errors_carry_cause(results: Dict[str, Dict[str, Any]]) -> None:
+    assert "SyntaxError at line 5" in results["broken_candidate"]["error"]
+    assert "no class ModelNew" in results["no_modelnew"]["error"]
+    raised = results["raises"]
+    assert "RuntimeError: kernel launch failed" in raised["error"]
+    assert "Traceback" in raised["traceback"]
+    assert "has shape [16, 63], expected [16, 64]" in results["wrong_shape"]["error"]
+    assert "has dtype float64, expected float32" in results["wrong_dtype"]["error"]
+
+
+@pytest.mark.parametrize("prob", GOOD_PROBLEMS)
+def test_problem_verifies_against_itself(results: Dict[str, Dict[str, Any]], prob: str) -> None:
+    resp = results[f"self:{prob}"]
+    assert resp["correct"] is True, brief(resp)
+    assert resp["flags"] == ["reference_as_candidate"], brief(resp)
+    assert resp["reference_precision"] == "float64"
+    assert [t["pass"] for t in resp["trials"]] == [True, True, True]
+
+
+def test_correct_candidate_report(results: Dict[str, Dict[str, Any]]) -> None:
+    resp = results["correct_relu"]
+    assert resp["correct"] is True and resp["flags"] == [] and resp["error"] is None
+    assert resp["max_abs_err"] == 0.0 and resp["eager_max_abs_err"] == 0.0
+    assert resp["tolerance"] == {"atol": 1e-4, "rtol": 1e-4, "policy": "eager-widened", "widened_by_eager": False}
+    assert resp["outputs"] == [{"shape": [16, 64], "dtype": "float32"}]
+    assert resp["min_bytes"] == 2 * 16 * 64 * 4
+    assert [t["seed"] for t in resp["trials"]] == [1, 2, 3]
+    assert resp["ref_ms"] > 0 and resp["cand_ms"] > 0
+    assert resp["speedup"] == pytest.approx(resp["ref_ms"] / resp["cand_ms"])
+    for who in ("ref", "cand"):
+        stats = resp["timing"][who]
+        assert stats["runs"] == FAST_TIMING["runs"]
+        assert stats["p10_ms"] <= stats["median_ms"] <= stats["p90_ms"]
+    assert resp["sol_ms"] is None  # no device ceilings given
+    assert resp["device_name"] and resp["torch_version"]
+
+
+def test_candidate_directory_is_importable(results: Dict[str, Dict[str, Any]]) -> None:
+    assert results["uses_helper"]["correct"] is True, results["uses_helper"]
+
+
+def test_error_location_points_at_a_bad_element(results: Dict[str, Dict[str, Any]]) -> None:
+    loc = results["wrong_values"]["err_location"]
+    assert loc["output"] == 0 and len(loc["index"]) == 2
+    assert loc["cand"] == pytest.approx(loc["ref"] * 1.01, rel=1e-5)
+
+
+def test_reference_cache_is_used_on_second_run(tmp_path: Path) -> None:
+    req = eval_request(problem("softmax_small"), cpu_candidate("correct_relu"), timing=None,
+                       cache_dir=str(tmp_path / "cache"))
+    req["candidate"] = problem("softmax_small")
+    first = evaluate(req, tmp_path)
+    second = evaluate(req, tmp_path)
+    assert first["reference_cache_hits"] == 0
+    assert first["reference_computations"] >= 3
+    # The three trial seeds and the seeded staleness inputs come from the cache the second time.
+    assert second["reference_cache_hits"] >= 3
+    assert second["reference_computations"] < first["reference_computations"]
+    assert second["correct"] is True and second["max_abs_err"] == first["max_abs_err"]
+    assert any(p.name.startswith("ref-") for p in (tmp_path / "cache").iterdir())
+
+
+def test_strict_policy_is_reported(results: Dict[str, Dict[str, Any]]) -> None:
+    resp = results["strict"]
+    assert resp["tolerance"]["policy"] == "strict"
+    assert resp["correct"] is True
+
+
+def test_beyond_speed_of_light(results: Dict[str, Dict[str, Any]]) -> None:
+    resp = results["beyond_sol"]
+    assert resp["sol_ms"] is not None and resp["sol_ms"] > 1.0
+    assert "beyond_speed_of_light" in resp["flags"]
+    assert resp["correct"] is False and resp["error_kind"] == "cheat"
+
+
+def test_compile_baseline_is_optional(results: Dict[str, Dict[str, Any]]) -> None:
+    resp = results["compile"]
+    assert resp["correct"] is True, brief(resp)
+    if resp["compile_ms"] is None:
+        assert any("compile baseline skipped" in n for n in resp["notes"]), resp["notes"]
+    else:
+        assert resp["speedup_vs_compile"] == pytest.approx(resp["compile_ms"] / resp["cand_ms"])
+
+
+TASK_ERROR_CASES = [("check_task", prob, msg) for prob, msg in TASK_ERRORS] + [
+    ("eval_task", prob, msg) for prob, msg in TASK_ERRORS if prob in EVAL_TASK_ERRORS
+]
+
+
+@pytest.mark.parametrize("op, prob, message", TASK_ERROR_CASES)
+def test_bad_problem_is_a_task_error(results: Dict[str, Dict[str, Any]], op: str, prob: str, message: str) -> None:
+    resp = results[f"{op}:{prob}"]
+    assert resp["ok"] is True
+    assert resp["error_kind"] == "task", brief(resp)
+    assert message in resp["error"] and str(PROBLEMS / prob) in resp["error"], resp["error"]
+    assert resp["correct"] is (False if op == "eval_task" else None)
+
+
+def test_check_task_describes_outputs(results: Dict[str, Dict[str, Any]]) -> None:
+    resp = results["check_task:sum"]
+    assert resp["error"] is None and resp["correct"] is None
+    assert resp["outputs"] == [{"shape": [4, 1, 16], "dtype": "float32"}]
+    assert resp["min_bytes"] == (4 * 256 * 16 + 4 * 16) * 4
+
+
+def test_ceilings_op_on_cpu(results: Dict[str, Dict[str, Any]]) -> None:
+    resp = results["ceilings"]
+    assert resp["ok"] is True and resp["error"] is None
+    assert resp["bandwidth_gbs"] > 0 and resp["peak_tflops_fp32"] > 0
+    assert resp["device_name"]
+
+
+@pytest.mark.parametrize("n", range(len(BAD_REQUESTS)))
+def test_bad_request_is_not_ok(results: Dict[str, Dict[str, Any]], n: int) -> None:
+    resp = results[f"bad_request:{n}"]
+    assert resp["ok"] is False and resp["error_kind"] is None
+    assert BAD_REQUESTS[n][1] in resp["error"]
+
+
+def test_soft_timeout(tmp_path: Path) -> None:
+    resp = evaluate(eval_request(problem("relu_small"), cpu_candidate("hang"), timeout_s=2), tmp_path, timeout=60)
+    assert resp["error_kind"] == "timeout" and resp["correct"] is False
+
+
+def test_hang_is_killed_from_outside(tmp_path: Path) -> None:
+    req = eval_request(problem("relu_small"), cpu_candidate("hang"))
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_worker(req, tmp_path, timeout=5)  # subprocess.run kills the child on timeout
+
+
+def test_segfault_kills_only_the_worker_run(tmp_path: Path) -> None:
+    run = run_worker(eval_request(problem("relu_small"), cpu_candidate("segfault")), tmp_path)
+    assert run.returncode == -signal.SIGSEGV
+    assert run.response is None
+    assert "Fatal Python error" in run.stderr  # faulthandler's stack, for the driver's log
+
+
+# ---- serve: the protocol the C++ driver speaks ----------------------------------------------------
+
+
+def _start_serve(tmp_path: Path, device: Optional[str] = "cpu") -> "subprocess.Popen[str]":
+    from conftest import worker_cmd, worker_env
+
+    return subprocess.Popen(worker_cmd("serve"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=worker_env(device), cwd=str(tmp_path))
+
+
+def test_serve_protocol_survives_candidate_prints(tmp_path: Path) -> None:
+    proc = _start_serve(tmp_path)
+    assert proc.stdout is not None and proc.stdin is not None
+    ready = json.loads(proc.stdout.readline())
+    assert ready["ready"] is True and ready["pid"] == proc.pid and ready["device"] == "cpu"
+    assert ready["torch"] and ready["python"].count(".") == 2 and ready["device_name"]
+    req = eval_request(problem("relu_small"), cpu_candidate("noisy_relu"), seeds=[1, 2])
+    out, err = proc.communicate(json.dumps(req) + "\n", timeout=120)
+    lines = out.splitlines()
+    assert len(lines) == 1, out  # exactly one response after the ready line; no candidate output
+    resp = json.loads(lines[0])
+    assert resp["correct"] is True and resp["flags"] == []
+    assert proc.returncode == 0
+    assert "candidate says hello" in err and "candidate writes raw bytes" in err and "forged" in err
+
+
+def test_serve_reports_task_errors_on_the_protocol(tmp_path: Path) -> None:
+    proc = _start_serve(tmp_path)
+    req = {"op": "check_task", "problem": problem("broken_syntax")}
+    out, _err = proc.communicate(json.dumps(req) + "\n", timeout=120)
+    ready, resp = (json.loads(line) for line in out.splitlines())
+    assert ready["ready"] is True
+    assert resp["error_kind"] == "task" and "Traceback" not in resp["error"]
+    assert proc.returncode == 0
+
+
+def test_serve_dies_by_signal_on_segfault(tmp_path: Path) -> None:
+    proc = _start_serve(tmp_path)
+    req = eval_request(problem("relu_small"), cpu_candidate("segfault"))
+    out, _err = proc.communicate(json.dumps(req) + "\n", timeout=120)
+    assert proc.returncode == -signal.SIGSEGV
+    assert len(out.splitlines()) == 1  # the ready line only: the driver sees EOF plus a signal
+
+
+def test_serve_answers_garbage_with_not_ok(tmp_path: Path) -> None:
+    proc = _start_serve(tmp_path)
+    out, _err = proc.communicate("this is not json\n", timeout=120)
+    resp = json.loads(out.splitlines()[1])
+    assert resp["ok"] is False and "unparseable request" in resp["error"]

@@ -1,0 +1,261 @@
+#include "mblast/worker.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "mblast/error.hpp"
+#include "test_support.hpp"
+
+namespace mblast {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+using std::chrono::seconds;
+
+WorkerConfig fake_config(const fs::path& scratch_root) {
+  WorkerConfig config;
+  config.python = "/usr/bin/python3";
+  config.worker_dir = fs::path(MBLAST_SOURCE_DIR) / "tests" / "fixtures" / "fake_worker";
+  config.scratch_root = scratch_root;
+  config.start_timeout = seconds(30);
+  return config;
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Gone, or a zombie left for a reaper that is not us (PID 1 in a container may never reap).
+bool process_gone(pid_t pid) {
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const std::size_t paren = text.rfind(')');
+    if (paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z') {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+bool no_children_left() { return ::waitpid(-1, nullptr, WNOHANG) == -1 && errno == ECHILD; }
+
+bool is_empty_dir(const fs::path& dir) { return fs::is_empty(dir); }
+
+TEST(WorkerTest, AnswersARequest) {
+  testing::TempDir scratch;
+  {
+    WorkerPool pool(fake_config(scratch.path()));
+    const json request = {{"op", "echo"}, {"payload", {1, 2, 3}}, {"text", "a\nb \"q\""}};
+    const WorkerOutcome outcome = pool.call(request, seconds(30));
+    ASSERT_TRUE(outcome.completed) << outcome.failure << "\n" << outcome.stderr_tail;
+    EXPECT_EQ(outcome.failure, "");
+    EXPECT_EQ(outcome.response, json({{"echo", request}}));
+    EXPECT_EQ(outcome.ready.value("ready", false), true);
+    EXPECT_EQ(outcome.ready.value("device", ""), "cpu");
+    EXPECT_EQ(outcome.sandbox, pool.sandbox());
+    EXPECT_GT(outcome.seconds, 0.0);
+    std::cout << "sandbox: " << outcome.sandbox << "\n";
+  }
+  EXPECT_TRUE(is_empty_dir(scratch.path()));  // the unused pre-started worker's dir too
+  EXPECT_TRUE(no_children_left());
+}
+
+TEST(WorkerTest, PrestartedWorkerHidesStartup) {
+  testing::TempDir scratch;
+  WorkerConfig config = fake_config(scratch.path());
+  config.env["FAKE_WORKER_START_DELAY"] = "1";
+  WorkerPool pool(config, 1);
+  auto start = Clock::now();
+  ASSERT_TRUE(pool.call({{"op", "echo"}}, seconds(30)).completed);
+  const double first = seconds_since(start);
+  EXPECT_GE(first, 0.9);
+
+  start = Clock::now();
+  const WorkerOutcome second = pool.call({{"op", "echo"}}, seconds(30));
+  ASSERT_TRUE(second.completed) << second.failure;
+  EXPECT_LT(seconds_since(start), 0.5) << "the first call took " << first << " s";
+}
+
+TEST(WorkerTest, ReportsACrashAndKeepsWorking) {
+  testing::TempDir scratch;
+  WorkerPool pool(fake_config(scratch.path()));
+  const WorkerOutcome crashed = pool.call({{"op", "crash"}}, seconds(30));
+  EXPECT_FALSE(crashed.completed);
+  EXPECT_EQ(crashed.failure, "worker crashed: killed by SIGSEGV (signal 11)");
+  EXPECT_TRUE(pool.call({{"op", "echo"}}, seconds(30)).completed);
+}
+
+TEST(WorkerTest, KillsAHangingWorkerAtTheTimeout) {
+  testing::TempDir scratch;
+  WorkerPool pool(fake_config(scratch.path()));
+  const auto start = Clock::now();
+  const WorkerOutcome outcome = pool.call({{"op", "hang"}}, seconds(1));
+  EXPECT_LT(seconds_since(start), 5.0);
+  EXPECT_FALSE(outcome.completed);
+  EXPECT_EQ(outcome.failure, "timed out after 1.0 s");
+  EXPECT_GE(outcome.seconds, 1.0);
+
+  const std::size_t mention = outcome.stderr_tail.find("grandchild ");
+  ASSERT_NE(mention, std::string::npos) << outcome.stderr_tail;
+  const pid_t grandchild = std::atoi(outcome.stderr_tail.c_str() + mention + 11);
+  ASSERT_GT(grandchild, 0);
+  EXPECT_TRUE(process_gone(grandchild));
+  EXPECT_TRUE(process_gone(outcome.ready.value("pid", 0)));
+  EXPECT_TRUE(pool.call({{"op", "echo"}}, seconds(30)).completed);
+}
+
+TEST(WorkerTest, CandidatePrintsGoToStderr) {
+  testing::TempDir scratch;
+  WorkerPool pool(fake_config(scratch.path()));
+  const WorkerOutcome outcome = pool.call({{"op", "print"}}, seconds(30));
+  ASSERT_TRUE(outcome.completed) << outcome.failure;
+  EXPECT_EQ(outcome.response, json({{"printed", true}}));
+  EXPECT_NE(outcome.stderr_tail.find("garbage from the candidate"), std::string::npos);
+}
+
+TEST(WorkerTest, RunsInAFreshDirectoryWithoutSecrets) {
+  testing::TempDir scratch;
+  ::setenv("FOO_API_KEY", "sk-test-should-not-leak", 1);
+  WorkerConfig config = fake_config(scratch.path());
+  config.env["MBLAST_TEST_EXTRA"] = "extra";
+  WorkerPool pool(config, 0);
+  const WorkerOutcome outcome = pool.call({{"op", "env"}}, seconds(30));
+  ::unsetenv("FOO_API_KEY");
+  ASSERT_TRUE(outcome.completed) << outcome.failure;
+
+  const json& env = outcome.response["env"];
+  EXPECT_FALSE(env.contains("FOO_API_KEY"));
+  EXPECT_EQ(outcome.response.dump().find("should-not-leak"), std::string::npos);
+  EXPECT_EQ(env.value("PYTHONUNBUFFERED", ""), "1");
+  EXPECT_EQ(env.value("PYTHONDONTWRITEBYTECODE", ""), "1");
+  EXPECT_EQ(env.value("MBLAST_DEVICE", ""), "cpu");
+  EXPECT_EQ(env.value("MBLAST_TEST_EXTRA", ""), "extra");
+
+  const fs::path cwd = outcome.response.value("cwd", "");
+  EXPECT_EQ(cwd.parent_path(), fs::canonical(scratch.path()));
+  EXPECT_EQ(env.value("TMPDIR", ""), cwd.string());
+  EXPECT_EQ(env.value("HOME", ""), cwd.string());
+  EXPECT_FALSE(fs::exists(cwd));
+  EXPECT_TRUE(is_empty_dir(scratch.path()));
+}
+
+class Listener {
+ public:
+  Listener() : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t size = sizeof address;
+    auto* generic = reinterpret_cast<sockaddr*>(&address);
+    if (::bind(fd_, generic, size) != 0 || ::listen(fd_, 4) != 0 ||
+        ::getsockname(fd_, generic, &size) != 0) {
+      throw std::runtime_error("cannot listen on 127.0.0.1");
+    }
+    port_ = ntohs(address.sin_port);
+  }
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+  ~Listener() { ::close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
+
+TEST(WorkerTest, HasNoNetworkWhenSandboxed) {
+  testing::TempDir scratch;
+  const Listener listener;
+  WorkerPool pool(fake_config(scratch.path()));
+  const WorkerOutcome outcome = pool.call({{"op", "net"}, {"port", listener.port()}}, seconds(30));
+  ASSERT_TRUE(outcome.completed) << outcome.failure;
+  if (outcome.sandbox == "none") {
+    EXPECT_TRUE(outcome.response.value("connected", false)) << "the probe itself is broken";
+    GTEST_SKIP() << "no network isolation available here";
+  }
+  EXPECT_FALSE(outcome.response.value("connected", true)) << outcome.response.dump();
+
+  WorkerConfig open = fake_config(scratch.path());
+  open.isolate_network = false;
+  WorkerPool unsandboxed(open, 0);
+  const WorkerOutcome direct =
+      unsandboxed.call({{"op", "net"}, {"port", listener.port()}}, seconds(30));
+  EXPECT_EQ(direct.sandbox, "none");
+  EXPECT_TRUE(direct.response.value("connected", false)) << direct.response.dump();
+}
+
+TEST(WorkerTest, ReportsProtocolFailures) {
+  testing::TempDir scratch;
+  WorkerPool pool(fake_config(scratch.path()));
+  const WorkerOutcome exited = pool.call({{"op", "exit"}}, seconds(30));
+  EXPECT_FALSE(exited.completed);
+  EXPECT_EQ(exited.failure, "worker exited (exit 3) before answering");
+
+  const WorkerOutcome garbled = pool.call({{"op", "bad_json"}}, seconds(30));
+  EXPECT_FALSE(garbled.completed);
+  EXPECT_TRUE(garbled.failure.starts_with("worker sent invalid JSON: this is not JSON"))
+      << garbled.failure;
+
+  WorkerConfig broken = fake_config(scratch.path());
+  broken.worker_dir = scratch.path() / "nothing-here";
+  WorkerPool no_module(broken, 0);
+  const WorkerOutcome missing = no_module.call({{"op", "echo"}}, seconds(30));
+  EXPECT_EQ(missing.failure, "worker exited (exit 1) before it was ready");
+  EXPECT_NE(missing.stderr_tail.find("No module named mblast_worker"), std::string::npos)
+      << missing.stderr_tail;
+}
+
+TEST(WorkerTest, MissingPythonThrows) {
+  testing::TempDir scratch;
+  WorkerConfig config = fake_config(scratch.path());
+  config.python = "/nonexistent/python3";
+  EXPECT_THROW(WorkerPool(config, 1), Error);
+}
+
+TEST(WorkerTest, ServesConcurrentCalls) {
+  testing::TempDir scratch;
+  WorkerPool pool(fake_config(scratch.path()), 2);
+  std::vector<std::thread> threads;
+  std::vector<int> completed(4, 0);
+  for (std::size_t i = 0; i < completed.size(); ++i) {
+    threads.emplace_back([&, i] {
+      const WorkerOutcome outcome = pool.call({{"op", "echo"}, {"i", i}}, seconds(30));
+      completed[i] = outcome.completed && outcome.response["echo"]["i"] == i ? 1 : 0;
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const int done : completed) EXPECT_EQ(done, 1);
+}
+
+TEST(WorkerTest, LeavesNoZombies) {
+  testing::TempDir scratch;
+  {
+    WorkerPool pool(fake_config(scratch.path()), 2);
+    pool.call({{"op", "crash"}}, seconds(30));
+    pool.call({{"op", "hang"}}, seconds(1));
+    pool.call({{"op", "echo"}}, seconds(30));
+  }
+  EXPECT_TRUE(no_children_left());
+  EXPECT_TRUE(is_empty_dir(scratch.path()));
+}
+
+}  // namespace
+}  // namespace mblast
