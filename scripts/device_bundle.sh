@@ -14,7 +14,7 @@ cp "$binary" "$out/mblast"
 strip "$out/mblast"
 ldd "$binary" | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
   case "$(basename "$lib")" in
-    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libstdc++.so*|libgcc_s.so*) ;;
+    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|libresolv.so*|ld-linux*|libstdc++.so*|libgcc_s.so*) ;;
     *) cp -L "$lib" "$out/lib/" ;;
   esac
 done

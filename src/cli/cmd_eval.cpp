@@ -51,10 +51,11 @@ void print_report(const nlohmann::json& r) {
               << number(t["rtol"], "%.3g") << ", policy " << t.value("policy", "?") << ")";
   }
   std::cout << "\n";
-  if (r.contains("eager_max_abs_err")) {
+  if (r.contains("eager_max_abs_err") && r["eager_max_abs_err"].is_number()) {
     std::cout << "eager error abs " << number(r["eager_max_abs_err"], "%.3g") << ", rel "
               << number(r["eager_max_rel_err"], "%.3g") << " (PyTorch fp32 vs the "
-              << r.value("reference_precision", nlohmann::json("float64")).get<std::string>()
+              << (r["reference_precision"].is_string() ? r["reference_precision"].get<std::string>()
+                                                       : std::string("float64"))
               << " reference)\n";
   }
   if (r["ref_ms"].is_number() || r["cand_ms"].is_number()) {
@@ -66,8 +67,17 @@ void print_report(const nlohmann::json& r) {
     }
     std::cout << "\n";
   }
+  if (r.contains("sol_ms") && r["sol_ms"].is_number() && r["cand_ms"].is_number()) {
+    std::cout << "sol         " << number(r["sol_ms"], "%.4f")
+              << " ms speed of light; candidate at "
+              << number(
+                     nlohmann::json(r["sol_ms"].get<double>() / r["cand_ms"].get<double>() * 100),
+                     "%.0f")
+              << "% of it\n";
+  }
   std::string flags;
-  for (const auto& flag : r["flags"]) flags += (flags.empty() ? "" : ", ") + flag.get<std::string>();
+  for (const auto& flag : r["flags"])
+    flags += (flags.empty() ? "" : ", ") + flag.get<std::string>();
   std::cout << "flags       " << (flags.empty() ? "none" : flags) << "\n";
 }
 
@@ -96,7 +106,8 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
                    ? std::string()
                    : "must be cuda, cuda:N or cpu";
       });
-  eval->add_option("--seeds", c->options.seeds, "Verification trials, each with fresh inputs (default 5)")
+  eval->add_option("--seeds", c->options.seeds,
+                   "Verification trials, each with fresh inputs (default 5)")
       ->check(CLI::Range(1, 1000));
   eval->add_option("--seed", c->options.seed, "First trial seed (default 1)");
   eval->add_option("--atol", c->options.atol, "Absolute tolerance (default 1e-4)")
@@ -113,8 +124,9 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
                  "Also time torch.compile of the reference");
   eval->add_option("--timeout", c->timeout_s, "Seconds before the worker is killed (default 600)")
       ->check(CLI::PositiveNumber);
-  eval->add_option("--cache-dir", c->cache_dir,
-                   "Reference and build cache (default: $XDG_CACHE_HOME/mblast or ~/.cache/mblast)");
+  eval->add_option(
+      "--cache-dir", c->cache_dir,
+      "Reference and build cache (default: $XDG_CACHE_HOME/mblast or ~/.cache/mblast)");
   eval->add_flag("--json", c->json, "Print the result object as JSON");
   eval->callback([&action, c] {
     action = [c] {

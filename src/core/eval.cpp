@@ -2,12 +2,16 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "mblast/cuda_build.hpp"
 #include "mblast/error.hpp"
+#include "mblast/kb.hpp"
 #include "mblast/worker.hpp"
 
 namespace mblast {
@@ -75,6 +79,42 @@ nlohmann::json build_cuda(const std::string& candidate_text, const fs::path& cac
   return builds;
 }
 
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+// The device's measured copy bandwidth and fp32 matmul rate, the speed-of-light ceilings.
+// Measured once per machine and device by the worker and cached, since it takes seconds.
+nlohmann::json device_ceilings(const EvalOptions& options, const fs::path& cache_dir,
+                               WorkerPool& workers) {
+  std::string device = options.device;
+  std::replace(device.begin(), device.end(), ':', '-');
+  const fs::path path = cache_dir / "ceilings" / (host_name() + "-" + device + ".json");
+  if (std::ifstream in(path); in) {
+    try {
+      return nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error&) {
+      spdlog::warn("ignoring unreadable ceilings cache {}", path.string());
+    }
+  }
+  auto outcome = workers.call({{"op", "ceilings"}, {"device", options.device}}, options.timeout);
+  if (!outcome.completed || !outcome.response.value("error", nlohmann::json()).is_null()) {
+    spdlog::warn("could not measure the device's ceilings ({}); no speed-of-light figures",
+                 outcome.completed ? outcome.response["error"].dump() : outcome.failure);
+    return nullptr;
+  }
+  nlohmann::json ceilings = {{"bandwidth_gbs", outcome.response["bandwidth_gbs"]},
+                             {"peak_tflops", outcome.response["peak_tflops_fp32"]},
+                             {"device_name", outcome.response.value("device_name", "")},
+                             {"measured_at", utc_now()}};
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  std::ofstream(path) << ceilings.dump(2) << "\n";
+  return ceilings;
+}
+
 }  // namespace
 
 fs::path default_cache_dir() {
@@ -97,8 +137,10 @@ nlohmann::json evaluate(const EvalOptions& options, WorkerPool& workers) {
     if (!result["error"].is_null()) return result;
   }
 
+  auto ceilings = device_ceilings(options, cache_dir, workers);
   nlohmann::json seeds = nlohmann::json::array();
-  for (int i = 0; i < options.seeds; ++i) seeds.push_back(options.seed + static_cast<std::uint64_t>(i));
+  for (int i = 0; i < options.seeds; ++i)
+    seeds.push_back(options.seed + static_cast<std::uint64_t>(i));
   nlohmann::json baselines = {"eager"};
   if (options.compile_baseline) baselines.push_back("compile");
   nlohmann::json request = {
@@ -113,6 +155,10 @@ nlohmann::json evaluate(const EvalOptions& options, WorkerPool& workers) {
       {"allow_tf32", options.allow_tf32},
       {"baselines", baselines},
       {"cache_dir", (cache_dir / "reference").string()},
+      {"device_ceilings", ceilings.is_object()
+                              ? nlohmann::json{{"bandwidth_gbs", ceilings["bandwidth_gbs"]},
+                                               {"peak_tflops", ceilings["peak_tflops"]}}
+                              : nlohmann::json()},
       {"timing", options.timing ? nlohmann::json{{"runs", options.timing_runs},
                                                  {"warmup", 5},
                                                  {"input_sets", 3},
@@ -123,11 +169,11 @@ nlohmann::json evaluate(const EvalOptions& options, WorkerPool& workers) {
   result["sandbox"] = outcome.sandbox;
   result["worker"] = outcome.ready;
   if (!outcome.completed) {
-    result["error"] = outcome.failure +
-                      (outcome.stderr_tail.empty() ? "" : "\n--- worker stderr ---\n" +
-                                                              outcome.stderr_tail);
-    result["error_kind"] = outcome.failure.find("timed out") != std::string::npos ? "timeout"
-                                                                                   : "crash";
+    result["error"] =
+        outcome.failure +
+        (outcome.stderr_tail.empty() ? "" : "\n--- worker stderr ---\n" + outcome.stderr_tail);
+    result["error_kind"] =
+        outcome.failure.find("timed out") != std::string::npos ? "timeout" : "crash";
     return result;
   }
   const auto& response = outcome.response;

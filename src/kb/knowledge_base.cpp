@@ -212,7 +212,7 @@ std::string KnowledgeBase::add_attempt(AttemptRow row) {
   content.erase("id");
   row.id = content_id(content);
   transaction([&] {
-    auto stmt = db_->prepare(
+    auto& stmt = db_->cached(
         "INSERT INTO attempts (id, run_id, task, slot, state_id, technique_id, backend, hardware, "
         "iteration, step, candidate_hash, outcome, error, time_ms, baseline_ms, speedup, reward, "
         "tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "

@@ -17,7 +17,8 @@ std::string hint_for(int rc, const std::filesystem::path& path) {
              "one) or restore it from a `mblast kb export` backup";
     case SQLITE_READONLY:
     case SQLITE_PERM:
-      return "make " + path.string() + " and its folder writable by you (SQLite's WAL journal "
+      return "make " + path.string() +
+             " and its folder writable by you (SQLite's WAL journal "
              "writes files beside it), or choose another file with --kb or MBLAST_KB";
     case SQLITE_CANTOPEN:
       return "check that " + path.parent_path().string() +
@@ -64,7 +65,16 @@ Db::Db(const std::filesystem::path& path, Mode mode) : path_(path) {
   sqlite3_busy_timeout(db_, kBusyTimeoutMs);
 }
 
-Db::~Db() { sqlite3_close_v2(db_); }
+Db::~Db() {
+  cache_.clear();
+  sqlite3_close_v2(db_);
+}
+
+Stmt& Db::cached(const std::string& sql) {
+  auto& slot = cache_[sql];
+  if (!slot) slot = std::make_unique<Stmt>(*this, sql);
+  return *slot;
+}
 
 void Db::exec(std::string_view sql) {
   char* err = nullptr;
@@ -133,7 +143,12 @@ bool Stmt::step() {
 }
 
 void Stmt::run() {
-  while (step()) {
+  try {
+    while (step()) {
+    }
+  } catch (...) {
+    reset();  // a cached statement must be usable again after a failed write
+    throw;
   }
   reset();
 }

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -71,6 +73,9 @@ class Db {
 
   void exec(std::string_view sql);
   Stmt prepare(std::string_view sql) { return Stmt(*this, sql); }
+  // A statement prepared once per connection and reused; for hot writes. Use it with run(),
+  // which resets it for the next caller.
+  Stmt& cached(const std::string& sql);
   std::int64_t scalar_int(std::string_view sql);
   int changes() const;
   sqlite3* handle() { return db_; }
@@ -80,6 +85,7 @@ class Db {
  private:
   std::filesystem::path path_;
   sqlite3* db_ = nullptr;
+  std::map<std::string, std::unique_ptr<Stmt>> cache_;  // destroyed before db_ is closed
 };
 
 // BEGIN IMMEDIATE ... COMMIT, rolled back if destroyed before commit(). Immediate, so that

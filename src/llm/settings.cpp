@@ -79,9 +79,9 @@ class ConfigReader {
           settings.per_role[key] = trim(*spec);
         }
       } else if (key == "connect_timeout_s") {
-        settings.connect_timeout = seconds_to_ms(number(node, key, 1e-3));
+        settings.connect_timeout = seconds_to_ms(number(node, "[llm] " + key, 1e-3));
       } else if (key == "timeout_s") {
-        settings.total_timeout = seconds_to_ms(number(node, key, 1e-3));
+        settings.total_timeout = seconds_to_ms(number(node, "[llm] " + key, 1e-3));
       } else if (key == "max_retries") {
         const std::optional<std::int64_t> retries = node.value<std::int64_t>();
         if (!node.is_integer() || !retries || *retries < 0 || *retries > 100) {
@@ -90,7 +90,7 @@ class ConfigReader {
         settings.max_retries = static_cast<int>(*retries);
       } else if (key == "max_response_mb") {
         settings.max_response_bytes =
-            static_cast<std::size_t>(number(node, key, 1e-3) * 1024.0 * 1024.0);
+            static_cast<std::size_t>(number(node, "[llm] " + key, 1e-3) * 1024.0 * 1024.0);
       } else {
         spdlog::warn("config file {}: unknown key [llm] {} ignored", path_.string(), key);
       }
