@@ -69,9 +69,8 @@ TEST(Cli, HelpExplainsEveryCommandAndFlag) {
 
 TEST(Cli, QueryListsSeedTechniquesAsJson) {
   TempDir dir;
-  auto result = run_mblast(
-      with_kb(dir, {"kb", "query", "--kind", "techniques", "--backend", "cuda", "--json",
-                    "--limit", "1000"}));
+  auto result = run_mblast(with_kb(dir, {"kb", "query", "--kind", "techniques", "--backend", "cuda",
+                                         "--json", "--limit", "1000"}));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto rows = nlohmann::json::parse(result.out);
   ASSERT_GE(rows.size(), 20u);
@@ -85,8 +84,8 @@ TEST(Cli, QueryListsSeedTechniquesAsJson) {
   EXPECT_TRUE(has_builtin);
   EXPECT_TRUE(std::filesystem::exists(dir / "kb.sqlite"));  // a missing KB is created
 
-  auto table = run_mblast(with_kb(dir, {"kb", "query", "--kind", "states", "--state",
-                                        "memory-bound"}));
+  auto table =
+      run_mblast(with_kb(dir, {"kb", "query", "--kind", "states", "--state", "memory-bound"}));
   ASSERT_EQ(table.exit_code, 0);
   EXPECT_EQ(table.out.rfind("ID", 0), 0u);
   EXPECT_NE(table.out.find("memory-bound/"), std::string::npos);
@@ -136,10 +135,10 @@ TEST(Cli, ExportImportMergeRoundTrip) {
     kb.add_attempt(row);
   }
   auto exported = dir / "a.jsonl";
-  ASSERT_EQ(run_mblast(with_kb(dir, {"kb", "export", "-o", exported.string()}, "a.sqlite"))
-                .exit_code,
-            0);
-  auto imported = run_mblast(with_kb(dir, {"kb", "import", exported.string(), "--json"}, "b.sqlite"));
+  ASSERT_EQ(
+      run_mblast(with_kb(dir, {"kb", "export", "-o", exported.string()}, "a.sqlite")).exit_code, 0);
+  auto imported =
+      run_mblast(with_kb(dir, {"kb", "import", exported.string(), "--json"}, "b.sqlite"));
   ASSERT_EQ(imported.exit_code, 0) << imported.err;
   EXPECT_EQ(nlohmann::json::parse(imported.out)["inserted"], 1);  // seed rows were there already
 
@@ -148,9 +147,13 @@ TEST(Cli, ExportImportMergeRoundTrip) {
   std::string original((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(again.out, original);
 
-  std::vector<std::string> merge = {"kb", "merge", (dir / "a.sqlite").string(),
-                                    (dir / "b.sqlite").string(), "-o",
-                                    (dir / "out.sqlite").string(), "--json"};
+  std::vector<std::string> merge = {"kb",
+                                    "merge",
+                                    (dir / "a.sqlite").string(),
+                                    (dir / "b.sqlite").string(),
+                                    "-o",
+                                    (dir / "out.sqlite").string(),
+                                    "--json"};
   auto first = run_mblast(merge);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   auto second = run_mblast(merge);

@@ -20,13 +20,22 @@ std::string source(const std::string& relative) {
 class EvalCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!find_torch_python()) GTEST_SKIP() << "no Python with torch (apt-get install python3-torch)";
+    if (!find_torch_python())
+      GTEST_SKIP() << "no Python with torch (apt-get install python3-torch)";
   }
   ProcessResult eval(const std::string& problem, const std::string& candidate,
                      std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"eval", source(problem), "--candidate", source(candidate),
-                                     "--device", "cpu", "--json", "--runs", "5",
-                                     "--cache-dir", (cache_ / "cache").string()};
+    std::vector<std::string> args = {"eval",
+                                     source(problem),
+                                     "--candidate",
+                                     source(candidate),
+                                     "--device",
+                                     "cpu",
+                                     "--json",
+                                     "--runs",
+                                     "5",
+                                     "--cache-dir",
+                                     (cache_ / "cache").string()};
     args.insert(args.end(), extra.begin(), extra.end());
     return run_mblast(args, {{"XDG_CACHE_HOME", (cache_ / "xdg").string()}});
   }
@@ -37,8 +46,8 @@ TEST_F(EvalCli, CorrectCandidatePrintsTheDesignObjectAndExitsZero) {
   auto result = eval("problems/relu_small.py", "candidates/cpu/correct_relu.py");
   ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
   auto json = nlohmann::json::parse(result.out);
-  for (const char* field : {"correct", "max_abs_err", "max_rel_err", "ref_ms", "cand_ms",
-                            "speedup", "flags", "error"}) {
+  for (const char* field : {"correct", "max_abs_err", "max_rel_err", "ref_ms", "cand_ms", "speedup",
+                            "flags", "error"}) {
     EXPECT_TRUE(json.contains(field)) << field;
   }
   EXPECT_TRUE(json["correct"].get<bool>());
@@ -68,8 +77,8 @@ TEST_F(EvalCli, CrashingCandidateIsReportedAndTheDriverSurvives) {
 }
 
 TEST_F(EvalCli, HangingCandidateIsKilledAtTheTimeout) {
-  auto result = eval("problems/relu_small.py", "candidates/cpu/hang.py",
-                     {"--no-timing", "--timeout", "20"});
+  auto result =
+      eval("problems/relu_small.py", "candidates/cpu/hang.py", {"--no-timing", "--timeout", "20"});
   EXPECT_EQ(result.exit_code, 1) << result.err;
   auto json = nlohmann::json::parse(result.out);
   EXPECT_EQ(json["error_kind"], "timeout");
