@@ -98,7 +98,7 @@ TEST(DoctorTest, NeverPrintsAnApiKey) {
   }
   const DoctorCheck& check = find_check(checks, "llm");
   EXPECT_TRUE(check.ok);
-  EXPECT_EQ(check.detail, "openai (key set)");
+  EXPECT_EQ(check.detail, "openai:gpt-4o (from the config file or an API key in the environment)");
 }
 
 TEST(DoctorTest, ShowsOnlyProviderAndModelOfMblastLlm) {

@@ -15,6 +15,7 @@
 
 #include "mblast/error.hpp"
 #include "mblast/kb.hpp"
+#include "mblast/llm.hpp"
 #include "mblast/process.hpp"
 #include "mblast/python.hpp"
 
@@ -367,24 +368,36 @@ DoctorCheck check_qemu(const fs::path& executable) {
                          ": vector probe correct, VLMAX(e32,m1) = 8");
 }
 
+// Shows only provider:model, never what follows (a command line could carry a key).
+std::string shown_spec(const std::string& spec) {
+  const std::size_t colon = spec.find(':');
+  std::string shown = spec.substr(0, colon);
+  if (colon != std::string::npos) {
+    const std::string rest = spec.substr(colon + 1);
+    shown += ":" + rest.substr(0, std::min<std::size_t>(rest.find_first_of(" \t"), 60));
+  }
+  return shown;
+}
+
+// The same resolution `mblast llm ping` and `optimize` use: --llm, MBLAST_LLM, the config file,
+// then a key in the environment.
 DoctorCheck check_llm() {
   DoctorCheck check = make_check(kLlm, false);
-  const std::string configured = trim(env_or_empty("MBLAST_LLM"));
   const std::string fix =
-      "export OPENAI_API_KEY=... or ANTHROPIC_API_KEY=..., or --llm command:CMD";
-  if (!configured.empty() && configured != "none") {
-    // Only provider:model, never what follows (a command line could carry a key).
-    const std::size_t colon = configured.find(':');
-    std::string shown = configured.substr(0, colon);
-    if (colon != std::string::npos) {
-      const std::string rest = configured.substr(colon + 1);
-      shown += ":" + rest.substr(0, std::min<std::size_t>(rest.find_first_of(" \t"), 60));
-    }
-    return pass(check, shown + " (from MBLAST_LLM)");
+      "export OPENAI_API_KEY=... or ANTHROPIC_API_KEY=..., or --llm command:CMD; "
+      "`mblast llm ping` tests the connection";
+  LlmSettings settings;
+  try {
+    settings = load_llm_settings(std::nullopt, "");
+  } catch (const Error& e) {
+    return fail(check, std::string("LLM configuration unusable: ") + e.what(), e.hint());
   }
-  if (!env_or_empty("OPENAI_API_KEY").empty()) return pass(check, "openai (key set)");
-  if (!env_or_empty("ANTHROPIC_API_KEY").empty()) return pass(check, "anthropic (key set)");
-  return fail(check, "no LLM configured: optimize runs built-in techniques only", fix);
+  if (settings.default_spec.empty() || settings.default_spec == "none") {
+    return fail(check, "no LLM configured: optimize runs built-in techniques only", fix);
+  }
+  std::string source = "from the config file or an API key in the environment";
+  if (!trim(env_or_empty("MBLAST_LLM")).empty()) source = "from MBLAST_LLM";
+  return pass(check, shown_spec(settings.default_spec) + " (" + source + ")");
 }
 
 std::string errno_text(int error) {
