@@ -179,7 +179,7 @@ class KnowledgeBase {
                            const std::string& direction, const std::string& note);
   void deprecate_claim(const std::string& id);
 
-  std::vector<StateRow> states() const;
+  std::vector<StateRow> states() const;  // in definition order (the seed file's first)
   std::vector<TechniqueRow> techniques(const std::string& backend = {}) const;
   std::optional<TechniqueRow> technique(const std::string& id) const;
   std::vector<RewardStat> reward_stats(const std::string& backend,

@@ -71,7 +71,8 @@ void expand_json_columns(nlohmann::json& rows) {
 }  // namespace
 
 std::vector<StateRow> KnowledgeBase::states() const {
-  auto stmt = db_->prepare("SELECT * FROM states ORDER BY id");
+  // Definition order (seed file order first), which the state classifier uses to break ties.
+  auto stmt = db_->prepare("SELECT * FROM states ORDER BY rowid");
   std::vector<StateRow> rows;
   while (stmt.step()) rows.push_back(kb::state_from(stmt));
   return rows;

@@ -1,0 +1,107 @@
+#pragma once
+// The MAIC-RL policy's numeric parts: which slot to work on, which state it is in, which technique
+// to try. All deterministic for a given seed; the knowledge base supplies states and statistics.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mblast/kb.hpp"
+
+namespace mblast {
+
+// ---- State classifier -------------------------------------------------------------------------
+
+// A profile signature's numbers by metric name (see kb_schema/seed/states.json for the names).
+using Signature = std::map<std::string, double>;
+
+struct ConditionEvidence {
+  std::string state_id;
+  std::string metric;
+  std::string op;
+  double threshold = 0;
+  std::optional<double> value;  // nullopt: the signature lacks the metric (condition false)
+  bool holds = false;
+};
+
+struct Classification {
+  std::string state_id;  // the deepest state whose conditions, and its ancestors', all hold
+  int depth = 0;         // 0 for a root
+  // The conditions of the chosen state and its ancestors, root first: which numbers crossed
+  // which thresholds.
+  std::vector<ConditionEvidence> evidence;
+  std::string explain() const;  // "launch_overhead_fraction = 0.47 (>= 0.3), ..."
+};
+
+// Returns the deepest matching state. Ties at equal depth go to the state with more conditions
+// on its path (more specific evidence), then to the earlier-defined state. A state without
+// conditions matches anything, so a KB with a condition-less root always classifies; throws
+// mblast::Error when nothing matches.
+Classification classify(const std::vector<StateRow>& states, const Signature& signature);
+
+// ---- Technique selector (UCB) -----------------------------------------------------------------
+
+struct SelectorConfig {
+  // c in mean + c * sqrt(ln(N + 1) / n). Rewards are log speedups, mostly within +-1 (a failure
+  // is -1), so c = 0.5 lets a 1.5x gap (0.4) win after a handful of tries.
+  double exploration = 0.5;
+  double other_hardware_weight = 0.5;  // discount of statistics from other hardware (transfer)
+  double seed_prior_count = 0.5;    // pseudo-observations for techniques the KB lists for the state
+  double seed_prior_reward = 0.05;  // their assumed mean reward
+  double failure_reward = -1.0;     // the reward of a failed attempt
+  int constraint_min_failures = 3;  // this many failures and no success remove an arm
+  bool llm_available = true;        // false: built-in techniques only
+  std::vector<std::string> allowed_requirements;  // e.g. "allow_tf32": built-ins needing them
+};
+
+struct ArmScore {
+  std::string technique_id;
+  double n_local = 0;  // attempts on this hardware
+  double n_prior = 0;  // discounted attempts from other hardware plus the seed prior
+  double mean = 0;     // the effective mean reward
+  double bonus = 0;    // exploration term (infinite for untried arms)
+  double score = 0;
+  bool removed = false;  // filtered by a constraint
+  std::string removed_reason;
+};
+
+struct Selection {
+  std::string technique_id;    // empty when no arm is left
+  std::vector<ArmScore> arms;  // every candidate arm, best first
+};
+
+// UCB over the arms for (state, backend, hardware). Statistics for the same (state, technique,
+// backend) on other hardware enter with other_hardware_weight; untried arms come first in a
+// seeded random order; arms that failed constraint_min_failures times without a success on this
+// hardware are removed, as are deprecated techniques, LLM techniques without an LLM and built-ins
+// whose requirements are not allowed.
+Selection select_technique(const std::vector<TechniqueRow>& techniques,
+                           const std::vector<RewardStat>& stats, const std::string& state_id,
+                           const std::string& backend, const std::string& hardware,
+                           const SelectorConfig& config, std::uint64_t seed);
+
+// ---- Operator selector ------------------------------------------------------------------------
+
+struct Slot {
+  std::string id;         // "model", or an operator / region name
+  double time_share = 0;  // of the whole forward, 0..1
+  int steps_without_gain = 0;
+  int visits = 0;
+};
+
+struct OperatorSelectorConfig {
+  double stall_decay = 0.7;  // priority shrinks by this factor per step without improvement
+  double exploration = 0.1;  // weight of sqrt(ln(total visits + 1) / (visits + 1))
+};
+
+// priority = time_share * stall_decay^steps_without_gain
+//            + exploration * sqrt(ln(total_visits + 1) / (visits + 1))
+double slot_priority(const Slot& slot, int total_visits, const OperatorSelectorConfig& config);
+
+// The slot with the highest priority (ties: the first). Throws mblast::Error for no slots.
+std::size_t select_slot(const std::vector<Slot>& slots, const OperatorSelectorConfig& config);
+
+}  // namespace mblast

@@ -1,0 +1,254 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "mblast/error.hpp"
+#include "mblast/kb.hpp"
+#include "mblast/policy.hpp"
+#include "test_support.hpp"
+
+namespace mblast {
+namespace {
+
+using testing::TempDir;
+
+std::vector<StateRow> seed_states() {
+  TempDir dir;
+  KnowledgeBase kb(dir / "kb.sqlite");
+  return kb.states();
+}
+
+const StateRow& find_state(const std::vector<StateRow>& states, const std::string& id) {
+  for (const auto& s : states) {
+    if (s.id == id) return s;
+  }
+  throw std::runtime_error("no state " + id);
+}
+
+// A signature that satisfies every condition on the path from the root to `id` and says nothing
+// about any other metric.
+Signature satisfying(const std::vector<StateRow>& states, const std::string& id) {
+  struct Bounds {
+    double lower = -std::numeric_limits<double>::infinity();
+    double upper = std::numeric_limits<double>::infinity();
+    bool lower_strict = false, upper_strict = false;
+    std::optional<double> exact;
+  };
+  std::map<std::string, Bounds> bounds;
+  for (const StateRow* s = &find_state(states, id); s;) {
+    for (const auto& c : s->conditions) {
+      auto& b = bounds[c["metric"].get<std::string>()];
+      const double v = c["value"].get<double>();
+      const std::string op = c["op"];
+      if (op == ">" || op == ">=") {
+        if (v >= b.lower) b.lower_strict = op == ">", b.lower = v;
+      } else if (op == "<" || op == "<=") {
+        if (v <= b.upper) b.upper_strict = op == "<", b.upper = v;
+      } else {
+        b.exact = v;
+      }
+    }
+    s = s->parent_id ? &find_state(states, *s->parent_id) : nullptr;
+  }
+  Signature signature;
+  for (const auto& [metric, b] : bounds) {
+    if (b.exact) {
+      signature[metric] = *b.exact;
+    } else if (std::isfinite(b.lower) && std::isfinite(b.upper)) {
+      signature[metric] = (b.lower + b.upper) / 2;
+    } else if (std::isfinite(b.lower)) {
+      signature[metric] = b.lower_strict ? b.lower + 1 : b.lower;
+    } else {
+      signature[metric] = b.upper_strict ? b.upper - 0.01 : b.upper;
+    }
+  }
+  return signature;
+}
+
+TEST(StateClassifier, EverySeedStateIsChosenForASignatureThatSatisfiesIt) {
+  const auto states = seed_states();
+  ASSERT_GE(states.size(), 15u);
+  for (const auto& state : states) {
+    const Signature signature = satisfying(states, state.id);
+    const Classification c = classify(states, signature);
+    EXPECT_EQ(c.state_id, state.id) << "signature built for " << state.id << ": " << c.explain();
+    for (const auto& e : c.evidence) EXPECT_TRUE(e.holds) << e.metric;
+  }
+}
+
+TEST(StateClassifier, FallsBackToUnclassifiedAndExplainsItsEvidence) {
+  const auto states = seed_states();
+  EXPECT_EQ(classify(states, {}).state_id, "unclassified");
+
+  // An eager KernelBench level-2 chain: many short kernels, the GPU idle half of the time.
+  const Signature chain = {{"sol_fraction", 0.12},        {"launch_overhead_fraction", 0.47},
+                           {"kernel_count", 12},          {"mean_kernel_us", 6.5},
+                           {"arithmetic_intensity", 3.0}, {"total_ms", 0.09}};
+  const Classification c = classify(states, chain);
+  EXPECT_EQ(c.state_id, "launch-bound/many-small-kernels");
+  EXPECT_EQ(c.depth, 1);
+  EXPECT_NE(c.explain().find("launch_overhead_fraction = 0.47 (>= 0.3)"), std::string::npos)
+      << c.explain();
+}
+
+TEST(StateClassifier, DeeperBeatsShallowerAndTiesGoToMoreEvidenceThenDefinitionOrder) {
+  auto rule = [](const char* metric, const char* op, double value) {
+    return nlohmann::json{{"metric", metric}, {"op", op}, {"value", value}};
+  };
+  std::vector<StateRow> states = {
+      {.id = "a", .name = "A", .description = "", .conditions = {rule("x", ">", 1)}},
+      {.id = "b", .name = "B", .description = "", .conditions = {rule("x", ">", 0)}},
+      {.id = "b/deep",
+       .parent_id = "b",
+       .name = "B deep",
+       .description = "",
+       .conditions = {rule("y", "<", 5)}},
+      {.id = "c",
+       .name = "C",
+       .description = "",
+       .conditions = {rule("x", ">", 0), rule("z", "==", 1)}},
+  };
+  EXPECT_EQ(classify(states, {{"x", 2}}).state_id, "a");                 // a before b: order
+  EXPECT_EQ(classify(states, {{"x", 2}, {"z", 1}}).state_id, "c");       // more evidence
+  EXPECT_EQ(classify(states, {{"x", 2}, {"y", 1}}).state_id, "b/deep");  // depth first
+  EXPECT_EQ(classify(states, {{"x", 2}, {"y", 9}}).state_id, "a");       // child fails: not deep
+  EXPECT_THROW(classify(states, {{"x", -1}}), Error);                    // nothing matches
+}
+
+TechniqueRow technique(const std::string& id, const std::string& implementer = "llm",
+                       std::vector<std::string> states = {}) {
+  TechniqueRow t;
+  t.id = id;
+  t.name = id;
+  t.backends = {"cuda"};
+  t.implementer = implementer;
+  t.states = std::move(states);
+  return t;
+}
+
+RewardStat stat(const std::string& technique, const std::string& hardware, std::int64_t n,
+                double mean, double best) {
+  return {"memory-bound",
+          technique,
+          "cuda",
+          hardware,
+          n,
+          mean * static_cast<double>(n),
+          mean * mean * static_cast<double>(n),
+          best};
+}
+
+const std::string kHw = "NVIDIA H200";
+
+TEST(TechniqueSelector, ExploresUntriedArmsFirst) {
+  std::vector<TechniqueRow> arms = {technique("a"), technique("b"), technique("c")};
+  std::vector<RewardStat> stats = {stat("a", kHw, 5, 0.8, 0.9), stat("b", kHw, 5, 0.7, 0.9)};
+  auto selection = select_technique(arms, stats, "memory-bound", "cuda", kHw, {}, 1);
+  EXPECT_EQ(selection.technique_id, "c");
+  EXPECT_TRUE(std::isinf(selection.arms.front().bonus));
+}
+
+TEST(TechniqueSelector, ExploitsTheBestMeanWhenCountsAreEqual) {
+  std::vector<TechniqueRow> arms = {technique("a"), technique("b")};
+  std::vector<RewardStat> stats = {stat("a", kHw, 10, 0.05, 0.2), stat("b", kHw, 10, 0.4, 0.6)};
+  auto selection = select_technique(arms, stats, "memory-bound", "cuda", kHw, {}, 1);
+  EXPECT_EQ(selection.technique_id, "b");
+  // With many more pulls, a little-tried arm's exploration bonus wins over a slightly better
+  // mean: this is what keeps the search from locking in early.
+  stats = {stat("a", kHw, 2, 0.3, 0.5), stat("b", kHw, 200, 0.35, 0.6)};
+  EXPECT_EQ(select_technique(arms, stats, "memory-bound", "cuda", kHw, {}, 1).technique_id, "a");
+}
+
+TEST(TechniqueSelector, StatisticsFromOtherHardwareArePriors) {
+  std::vector<TechniqueRow> arms = {technique("a"), technique("b")};
+  // Locally both were tried four times with the same result; elsewhere "b" paid off many times.
+  std::vector<RewardStat> stats = {stat("a", kHw, 4, 0.1, 0.1), stat("b", kHw, 4, 0.1, 0.1),
+                                   stat("b", "NVIDIA H100", 20, 0.6, 0.9)};
+  auto with_transfer = select_technique(arms, stats, "memory-bound", "cuda", kHw, {}, 1);
+  EXPECT_EQ(with_transfer.technique_id, "b");
+  EXPECT_DOUBLE_EQ(with_transfer.arms.front().n_prior, 10.0);  // 20 discounted by 0.5
+  SelectorConfig no_transfer;
+  no_transfer.other_hardware_weight = 0.0;
+  auto without = select_technique(arms, stats, "memory-bound", "cuda", kHw, no_transfer, 1);
+  EXPECT_DOUBLE_EQ(without.arms[0].score, without.arms[1].score);
+}
+
+TEST(TechniqueSelector, SeedListingIsASmallPrior) {
+  std::vector<TechniqueRow> arms = {technique("listed", "llm", {"memory-bound"}),
+                                    technique("other")};
+  std::vector<RewardStat> stats = {stat("other", kHw, 1, 0.0, 0.0)};
+  auto selection = select_technique(arms, stats, "memory-bound", "cuda", kHw, {}, 1);
+  const auto& listed = *std::find_if(selection.arms.begin(), selection.arms.end(),
+                                     [](const ArmScore& a) { return a.technique_id == "listed"; });
+  EXPECT_DOUBLE_EQ(listed.n_prior, 0.5);
+  EXPECT_DOUBLE_EQ(listed.mean, 0.05);
+  EXPECT_EQ(selection.technique_id, "listed");
+}
+
+TEST(TechniqueSelector, ConstraintsRemoveArms) {
+  TechniqueRow deprecated = technique("old");
+  deprecated.deprecated = true;
+  TechniqueRow tf32 = technique("tf32", "builtin");
+  tf32.builtin = {{"transform", "tf32"}, {"requires", {"allow_tf32"}}};
+  std::vector<TechniqueRow> arms = {technique("broken"), deprecated, tf32, technique("llm"),
+                                    technique("graph", "builtin")};
+  std::vector<RewardStat> stats = {stat("broken", kHw, 3, -1.0, -1.0)};
+  SelectorConfig config;
+  config.llm_available = false;
+  auto selection = select_technique(arms, stats, "memory-bound", "cuda", kHw, config, 1);
+  EXPECT_EQ(selection.technique_id, "graph");
+  for (const auto& arm : selection.arms) {
+    EXPECT_EQ(arm.removed, arm.technique_id != "graph") << arm.technique_id;
+  }
+  config.allowed_requirements = {"allow_tf32"};
+  stats.push_back(stat("graph", kHw, 4, 0.0, 0.1));
+  EXPECT_EQ(select_technique(arms, stats, "memory-bound", "cuda", kHw, config, 1).technique_id,
+            "tf32");
+  // A success among the failures keeps the arm.
+  stats[0] = stat("broken", kHw, 3, -0.5, 0.5);
+  config.llm_available = true;
+  auto kept = select_technique(arms, stats, "memory-bound", "cuda", kHw, config, 1);
+  for (const auto& arm : kept.arms) {
+    if (arm.technique_id == "broken") {
+      EXPECT_FALSE(arm.removed);
+    }
+  }
+}
+
+TEST(TechniqueSelector, DeterministicForASeed) {
+  std::vector<TechniqueRow> arms;
+  for (int i = 0; i < 12; ++i) arms.push_back(technique("t" + std::to_string(i)));
+  std::set<std::string> firsts;
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    auto one = select_technique(arms, {}, "memory-bound", "cuda", kHw, {}, seed);
+    auto two = select_technique(arms, {}, "memory-bound", "cuda", kHw, {}, seed);
+    EXPECT_EQ(one.technique_id, two.technique_id);
+    firsts.insert(one.technique_id);
+  }
+  EXPECT_GT(firsts.size(), 3u);  // untried arms are not always taken in the same order
+}
+
+TEST(OperatorSelector, PriorityFollowsTheDocumentedFormula) {
+  OperatorSelectorConfig config;
+  Slot slot{.id = "conv", .time_share = 0.6, .steps_without_gain = 2, .visits = 3};
+  const double expected = 0.6 * std::pow(0.7, 2) + 0.1 * std::sqrt(std::log(10.0 + 1) / 4.0);
+  EXPECT_DOUBLE_EQ(slot_priority(slot, 10, config), expected);
+}
+
+TEST(OperatorSelector, StallsMoveWorkToTheNextSlot) {
+  OperatorSelectorConfig config;
+  std::vector<Slot> slots = {{.id = "gemm", .time_share = 0.7, .visits = 1},
+                             {.id = "softmax", .time_share = 0.3, .visits = 1}};
+  EXPECT_EQ(select_slot(slots, config), 0u);
+  slots[0].steps_without_gain = 3;  // 0.7 * 0.343 = 0.24 < 0.3
+  EXPECT_EQ(select_slot(slots, config), 1u);
+  // A never-visited slot gets the larger exploration bonus.
+  std::vector<Slot> even = {{.id = "a", .time_share = 0.5, .visits = 5},
+                            {.id = "b", .time_share = 0.5, .visits = 0}};
+  EXPECT_EQ(select_slot(even, config), 1u);
+  EXPECT_THROW(select_slot({}, config), Error);
+}
+
+}  // namespace
+}  // namespace mblast
