@@ -1,0 +1,120 @@
+"""Profile signatures: the numbers the state classifier reads (DESIGN.md §3).
+
+A signature is a flat dict of metric name -> number, using the names of the seed states'
+conditions (kb_schema/seed/states.json), plus `ops` and `kernels`: the per-op and per-kernel time
+shares of one forward, largest first, which the operator selector turns into slots. Metrics the
+profiler cannot give on this device are left out (a condition on a missing metric is false).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import torch
+
+# Kernel-name fragments of tensor-core kernels (cuBLAS/cuDNN/CUTLASS on Ampere and Hopper).
+_TENSOR_CORE_MARKERS = ("xmma", "wgmma", "hmma", "tensorop", "gemmSN_TN", "sm90_", "sm80_", "cutlass")
+TOP_N = 12
+
+
+@dataclass
+class Share:
+    name: str
+    ms: float
+    share: float
+    count: int
+
+
+def _shares(times: Dict[str, Tuple[float, int]], total_ms: float) -> List[Share]:
+    rows = [Share(name, ms, ms / total_ms if total_ms > 0 else 0.0, count)
+            for name, (ms, count) in times.items()]
+    rows.sort(key=lambda r: r.ms, reverse=True)
+    return rows[:TOP_N]
+
+
+def _event_ms(event: Any, attribute: str) -> float:
+    return float(getattr(event, attribute, 0.0) or 0.0) / 1000.0
+
+
+def profile_forward(forward: Callable[[], Any], device: torch.device, runs: int = 3) -> Dict[str, Any]:
+    """Profiles `runs` forwards after one warm-up; returns per-forward op and kernel figures."""
+    from torch.profiler import ProfilerActivity, profile
+
+    on_gpu = device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    with torch.no_grad():
+        forward()
+        if on_gpu:
+            torch.cuda.synchronize(device)
+        with profile(activities=activities) as prof:
+            for _ in range(runs):
+                forward()
+            if on_gpu:
+                torch.cuda.synchronize(device)
+    ops: Dict[str, Tuple[float, int]] = {}
+    kernels: Dict[str, Tuple[float, int]] = {}
+    kernel_spans: List[Tuple[float, float]] = []
+    for event in prof.events():
+        device_type = str(getattr(event, "device_type", "")).split(".")[-1]
+        if on_gpu and device_type == "CUDA":
+            ms = _event_ms(event, "device_time") or _event_ms(event, "cuda_time")
+            total, count = kernels.get(event.name, (0.0, 0))
+            kernels[event.name] = (total + ms, count + 1)
+            start = float(event.time_range.start) / 1000.0
+            kernel_spans.append((start, start + ms))
+        elif device_type == "CPU" and event.name.startswith("aten::"):
+            ms = _event_ms(event, "self_cpu_time_total")
+            total, count = ops.get(event.name, (0.0, 0))
+            ops[event.name] = (total + ms, count + 1)
+    per_run = {name: (ms / runs, count // runs) for name, (ms, count) in ops.items()}
+    per_run_kernels = {name: (ms / runs, count // runs) for name, (ms, count) in kernels.items()}
+    busy_ms = sum(ms for ms, _ in per_run_kernels.values()) if on_gpu else sum(
+        ms for ms, _ in per_run.values())
+    span_ms = 0.0
+    if kernel_spans:
+        span_ms = (max(end for _, end in kernel_spans) - min(start for start, _ in kernel_spans)) / runs
+    return {"ops": per_run, "kernels": per_run_kernels, "busy_ms": busy_ms, "span_ms": span_ms}
+
+
+def build_signature(
+    profiled: Dict[str, Any],
+    total_ms: float,
+    flops: Optional[float],
+    min_bytes: Optional[int],
+    bandwidth_gbs: Optional[float],
+    peak_tflops: Optional[float],
+    on_gpu: bool,
+) -> Dict[str, Any]:
+    """Turns profiler figures and counted work into the classifier's metrics."""
+    sig: Dict[str, Any] = {"total_ms": total_ms}
+    kernels: Dict[str, Tuple[float, int]] = profiled["kernels"]
+    ops: Dict[str, Tuple[float, int]] = profiled["ops"]
+    if on_gpu and kernels:
+        count = sum(c for _, c in kernels.values())
+        busy = float(profiled["busy_ms"])
+        sig["kernel_count"] = float(count)
+        sig["mean_kernel_us"] = busy / max(count, 1) * 1000.0
+        sig["launch_overhead_fraction"] = max(0.0, 1.0 - busy / total_ms) if total_ms > 0 else 0.0
+        tensor_ms = sum(ms for name, (ms, _) in kernels.items()
+                        if any(marker in name for marker in _TENSOR_CORE_MARKERS))
+        sig["tensor_core_fraction"] = tensor_ms / busy if busy > 0 else 0.0
+    elif ops:
+        sig["kernel_count"] = float(sum(c for _, c in ops.values()))
+        busy = float(profiled["busy_ms"])
+        sig["mean_kernel_us"] = busy / max(sig["kernel_count"], 1.0) * 1000.0
+    if flops is not None and min_bytes:
+        sig["arithmetic_intensity"] = flops / min_bytes
+    memory_sol = compute_sol = None
+    if min_bytes and bandwidth_gbs and total_ms > 0:
+        memory_sol = (min_bytes / (bandwidth_gbs * 1e9)) * 1e3 / total_ms
+        sig["memory_sol_fraction"] = memory_sol
+    if flops is not None and peak_tflops and total_ms > 0:
+        compute_sol = (flops / (peak_tflops * 1e12)) * 1e3 / total_ms
+        sig["compute_sol_fraction"] = compute_sol
+    if memory_sol is not None or compute_sol is not None:
+        sig["sol_fraction"] = max(x for x in (memory_sol, compute_sol) if x is not None)
+    shares_base = float(profiled["busy_ms"]) or total_ms
+    sig["ops"] = [vars(s) for s in _shares(ops, shares_base if not on_gpu else total_ms)]
+    sig["kernels"] = [vars(s) for s in _shares(kernels, shares_base)]
+    return sig
