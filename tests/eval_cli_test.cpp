@@ -68,6 +68,49 @@ TEST_F(EvalCli, CheatingCandidateExitsOneWithItsFlag) {
   EXPECT_NE(std::find(flags.begin(), flags.end(), "input_mutated"), flags.end());
 }
 
+TEST_F(EvalCli, SeveralCandidatesInOneCallAreJudgedInOrder) {
+  auto result = eval("problems/relu_small.py", "candidates/cpu/correct_relu.py",
+                     {"--seeds", "2", "--candidate", source("candidates/cpu/mutate_input.py")});
+  EXPECT_EQ(result.exit_code, 1) << result.err;  // not all correct
+  auto json = nlohmann::json::parse(result.out);
+  ASSERT_TRUE(json["results"].is_array()) << result.out;
+  ASSERT_EQ(json["results"].size(), 2u);
+  const auto& good = json["results"][0];
+  const auto& cheat = json["results"][1];
+  EXPECT_EQ(good["candidate"], source("candidates/cpu/correct_relu.py"));
+  EXPECT_EQ(cheat["candidate"], source("candidates/cpu/mutate_input.py"));
+  EXPECT_TRUE(good["correct"].get<bool>()) << good.dump(2);
+  EXPECT_FALSE(cheat["correct"].get<bool>());
+  auto flags = cheat["flags"].get<std::vector<std::string>>();
+  EXPECT_NE(std::find(flags.begin(), flags.end(), "input_mutated"), flags.end());
+  for (const auto& r : json["results"]) {
+    EXPECT_GE(r["eval_seconds"].get<double>(), r["worker_wait_seconds"].get<double>());
+    EXPECT_EQ(r["build_seconds"].get<double>(), 0.0);  // no CUDA on the CPU
+    EXPECT_TRUE(r["phase_seconds"].contains("trials"));
+  }
+  EXPECT_GT(json["p90_s"].get<double>(), 0.0);
+  EXPECT_LE(json["p50_s"].get<double>(), json["p90_s"].get<double>());
+}
+
+TEST_F(EvalCli, SeveralCandidatesAllCorrectExitZeroAndPrintASummary) {
+  auto args = std::vector<std::string>{"eval",
+                                       source("problems/relu_small.py"),
+                                       "--candidate",
+                                       source("candidates/cpu/correct_relu.py"),
+                                       "--candidate",
+                                       source("problems/relu_small.py"),
+                                       "--device",
+                                       "cpu",
+                                       "--seeds",
+                                       "1",
+                                       "--no-timing",
+                                       "--cache-dir",
+                                       (cache_ / "cache").string()};
+  auto result = run_mblast(args, {{"XDG_CACHE_HOME", (cache_ / "xdg").string()}});
+  EXPECT_EQ(result.exit_code, 0) << result.err << result.out;
+  EXPECT_NE(result.out.find("summary     2 of 2 correct"), std::string::npos) << result.out;
+}
+
 TEST_F(EvalCli, CrashingCandidateIsReportedAndTheDriverSurvives) {
   auto result = eval("problems/relu_small.py", "candidates/cpu/segfault.py", {"--no-timing"});
   EXPECT_EQ(result.exit_code, 1) << result.err;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,9 +32,25 @@ struct EvalOptions {
 };
 
 // The result object of DESIGN.md §8: correct, max_abs_err, max_rel_err, ref_ms, cand_ms, speedup,
-// flags, error, plus tolerance, timing, build and sandbox details. Throws mblast::Error
-// (exit 2) when the problem itself is unusable; a bad candidate is a result, not an exception.
+// flags, error, plus tolerance, timing, build and sandbox details, the worker's phase_seconds,
+// and build_seconds (its CUDA builds), eval_seconds (from taking a worker to its answer) and
+// worker_wait_seconds (the part of eval_seconds spent waiting for the worker's ready line).
+// Throws mblast::Error (exit 2) when the problem itself is unusable; a bad candidate is a
+// result, not an exception.
 nlohmann::json evaluate(const EvalOptions& options, WorkerPool& workers);
+
+// Judges several candidates of options.problem (options.candidate is ignored) with one pool,
+// results in the order given. The CUDA sources of all candidates are compiled first, in
+// parallel, while the pool's first worker starts; the device ceilings are looked up once; with
+// one worker pre-started, each candidate after the first finds a ready worker, so Python and
+// CUDA start-up stay out of its latency. Throws as evaluate() does.
+std::vector<nlohmann::json> evaluate_all(const EvalOptions& options,
+                                         const std::vector<std::filesystem::path>& candidates,
+                                         WorkerPool& workers);
+
+// {"count", "correct", "p50_s", "p90_s"} over the results' build_seconds + eval_seconds
+// (linear interpolation between ranks; null when there are no results).
+nlohmann::json latency_summary(const std::vector<nlohmann::json>& results);
 
 // The cache folder used when EvalOptions::cache_dir is empty.
 std::filesystem::path default_cache_dir();

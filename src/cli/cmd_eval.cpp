@@ -1,7 +1,10 @@
-// `mblast eval PROBLEM.py --candidate FILE`: the judge, on its own.
+// `mblast eval PROBLEM.py --candidate FILE [--candidate FILE ...]`: the judge, on its own.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/app.hpp"
 #include "mblast/error.hpp"
@@ -16,11 +19,12 @@ namespace {
 struct EvalCommand {
   EvalOptions options;
   std::string problem;
-  std::string candidate;
+  std::vector<std::string> candidates;
   std::string cache_dir;
   bool strict = false;
   bool no_timing = false;
   int timeout_s = 600;
+  int prestart = 1;
   bool json = false;
 };
 
@@ -81,21 +85,30 @@ void print_report(const nlohmann::json& r) {
   std::cout << "flags       " << (flags.empty() ? "none" : flags) << "\n";
 }
 
+void print_seconds(const nlohmann::json& r) {
+  std::cout << "seconds     build " << number(r.value("build_seconds", nlohmann::json()), "%.2f")
+            << ", eval " << number(r.value("eval_seconds", nlohmann::json()), "%.2f")
+            << " (waiting for the worker "
+            << number(r.value("worker_wait_seconds", nlohmann::json()), "%.2f") << ")\n";
+}
+
 }  // namespace
 
 void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
   auto c = std::make_shared<EvalCommand>();
   auto* eval = app.add_subcommand(
       "eval",
-      "Judge one candidate: build it, verify it against the problem over several random seeds "
-      "with the anti-cheat checks, and time it against PyTorch eager. Exit 0 only when the "
-      "candidate is correct, 1 when it is wrong or cheats, 2 when the problem is unusable");
+      "Judge candidates: build each, verify it against the problem over several random seeds "
+      "with the anti-cheat checks, and time it against PyTorch eager. Exit 0 only when every "
+      "candidate is correct, 1 when one is wrong or cheats, 2 when the problem is unusable");
   eval->add_option("PROBLEM", c->problem, "KernelBench problem file (Model, get_inputs, ...)")
       ->required();
-  eval->add_option("--candidate", c->candidate,
+  eval->add_option("--candidate", c->candidates,
                    "Candidate file defining ModelNew (CUDA through mblast_cuda.load or "
                    "load_inline, or plain PyTorch); a problem file itself is judged as its own "
-                   "candidate")
+                   "candidate. Repeat it (or give several files) to judge several candidates in "
+                   "one process: their CUDA is compiled up front in parallel and each one after "
+                   "the first finds a worker already started")
       ->required();
   eval->add_option("--backend", c->options.backend, "Backend (default: cuda)")
       ->check(CLI::IsMember({"cuda"}));
@@ -127,17 +140,25 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
   eval->add_option(
       "--cache-dir", c->cache_dir,
       "Reference and build cache (default: $XDG_CACHE_HOME/mblast or ~/.cache/mblast)");
+  eval->add_option("--prestart", c->prestart,
+                   "Workers kept started ahead of need (default 1). With several candidates, "
+                   "raise it when a worker's start-up (Python, torch, CUDA) takes longer than one "
+                   "evaluation, so that every candidate still finds a ready worker")
+      ->check(CLI::Range(1, 16));
   eval->add_flag("--json", c->json, "Print the result object as JSON");
   eval->callback([&action, c] {
     action = [c] {
       auto& options = c->options;
       options.problem = c->problem;
-      options.candidate = c->candidate;
+      std::vector<std::filesystem::path> candidates(c->candidates.begin(), c->candidates.end());
+      options.candidate = candidates.front();
       options.cache_dir = c->cache_dir;
       options.tolerance_policy = c->strict ? "strict" : "eager-widened";
       options.timing = !c->no_timing;
       options.timeout = std::chrono::seconds(c->timeout_s);
-      for (const auto& path : {options.problem, options.candidate}) {
+      std::vector<std::filesystem::path> files = {options.problem};
+      files.insert(files.end(), candidates.begin(), candidates.end());
+      for (const auto& path : files) {
         if (!std::filesystem::is_regular_file(path)) {
           throw input_error("no such file: " + path.string(), "check the path");
         }
@@ -149,6 +170,8 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
                           "apt-get install python3-torch, or set MBLAST_PYTHON");
       }
       if (options.cache_dir.empty()) options.cache_dir = default_cache_dir();
+      // Absolute: workers run in their own temporary directories.
+      options.cache_dir = std::filesystem::absolute(options.cache_dir);
       WorkerConfig config;
       config.python = *python;
       // The worker's mblast_cuda.load() finds the shared objects built here by their key.
@@ -156,14 +179,41 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
       config.worker_dir = worker_directory();
       config.device = options.device;
       config.scratch_root = std::filesystem::temp_directory_path();
-      WorkerPool workers(config, 1);
-      auto result = evaluate(options, workers);
-      if (c->json) {
-        std::cout << result.dump(2) << "\n";
-      } else {
-        print_report(result);
+      // Workers kept pre-started (one by default): the first imports torch while the CUDA
+      // sources compile, and each taken worker's replacement starts while it evaluates, ready
+      // for the next candidate. No more than the candidates need.
+      const auto prestart =
+          std::min<std::size_t>(static_cast<std::size_t>(c->prestart), candidates.size());
+      WorkerPool workers(config, prestart);
+      const auto results = evaluate_all(options, candidates, workers);
+      bool all_correct = true;
+      for (const auto& result : results)
+        all_correct = all_correct && result.value("correct", false);
+      if (results.size() == 1) {
+        if (c->json) {
+          std::cout << results.front().dump(2) << "\n";
+        } else {
+          print_report(results.front());
+        }
+        return all_correct ? 0 : 1;
       }
-      return result.value("correct", false) ? 0 : 1;
+      const auto summary = latency_summary(results);
+      if (c->json) {
+        nlohmann::json out = {
+            {"results", results}, {"p50_s", summary["p50_s"]}, {"p90_s", summary["p90_s"]}};
+        std::cout << out.dump(2) << "\n";
+      } else {
+        for (std::size_t i = 0; i < results.size(); ++i) {
+          if (i > 0) std::cout << "\n";
+          print_report(results[i]);
+          print_seconds(results[i]);
+        }
+        std::cout << "\nsummary     " << summary["correct"].get<int>() << " of " << results.size()
+                  << " correct; per candidate (build + eval) p50 "
+                  << number(summary["p50_s"], "%.2f") << " s, p90 "
+                  << number(summary["p90_s"], "%.2f") << " s\n";
+      }
+      return all_correct ? 0 : 1;
     };
   });
 }

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "mblast/cuda_build.hpp"
 #include "mblast/error.hpp"
@@ -32,9 +34,9 @@ std::string read_file(const fs::path& path, const char* what) {
 }
 
 // Every field of the §8 object present, so that scripts can rely on them.
-nlohmann::json empty_result(const EvalOptions& options) {
+nlohmann::json empty_result(const EvalOptions& options, const fs::path& candidate) {
   return {{"problem", fs::absolute(options.problem).string()},
-          {"candidate", fs::absolute(options.candidate).string()},
+          {"candidate", fs::absolute(candidate).string()},
           {"backend", options.backend},
           {"device", options.device},
           {"correct", false},
@@ -50,13 +52,32 @@ nlohmann::json empty_result(const EvalOptions& options) {
 
 bool is_cuda_device(const std::string& device) { return device.rfind("cuda", 0) == 0; }
 
-// Compiles every CUDA source in the candidate up front, in parallel, into the cache the worker's
-// mblast_cuda.load() reads. Returns the build record; sets result.error on a compiler error.
-nlohmann::json build_cuda(const std::string& candidate_text, const fs::path& cache_dir,
-                          nlohmann::json& result) {
-  nlohmann::json builds = nlohmann::json::array();
-  auto sources = extract_cuda_sources(candidate_text);
-  if (sources.empty()) return builds;
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// One candidate on its way through evaluate_all.
+struct Pending {
+  fs::path candidate;
+  std::string text;
+  nlohmann::json result;
+  double build_seconds = 0;
+};
+
+// Compiles the CUDA sources of every candidate up front, in one parallel build_all, into the
+// cache the worker's mblast_cuda.load() reads. Records each candidate's builds in its result and
+// sets result.error on a compiler error.
+void build_cuda(std::vector<Pending>& pending, const fs::path& cache_dir) {
+  std::vector<std::string> sources;
+  std::vector<std::size_t> owner;  // index into pending, per source
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    pending[i].result["builds"] = nlohmann::json::array();
+    for (auto& source : extract_cuda_sources(pending[i].text)) {
+      sources.push_back(std::move(source));
+      owner.push_back(i);
+    }
+  }
+  if (sources.empty()) return;
   CudaBuildOptions options;
   options.cache_dir = cache_dir;
   options.arch = detect_cuda_arch();
@@ -66,17 +87,20 @@ nlohmann::json build_cuda(const std::string& candidate_text, const fs::path& cac
     throw input_error("the candidate contains CUDA code but nvcc was not found",
                       "install the CUDA toolkit or set MBLAST_NVCC; `mblast doctor` checks it");
   }
-  for (const auto& build : build_all(sources, options)) {
-    builds.push_back({{"key", build.key},
-                      {"ok", build.ok},
-                      {"cached", build.cached},
-                      {"seconds", build.seconds}});
-    if (!build.ok && result["error"].is_null()) {
-      result["error"] = "compile error:\n" + build.log;
-      result["error_kind"] = "compile";
+  const auto builds = build_all(sources, options);
+  for (std::size_t k = 0; k < builds.size(); ++k) {
+    const auto& build = builds[k];
+    auto& item = pending[owner[k]];
+    item.result["builds"].push_back({{"key", build.key},
+                                     {"ok", build.ok},
+                                     {"cached", build.cached},
+                                     {"seconds", build.seconds}});
+    item.build_seconds += build.seconds;
+    if (!build.ok && item.result["error"].is_null()) {
+      item.result["error"] = "compile error:\n" + build.log;
+      item.result["error_kind"] = "compile";
     }
   }
-  return builds;
 }
 
 std::string host_name() {
@@ -124,29 +148,19 @@ fs::path default_cache_dir() {
   return fs::path(home && *home ? home : ".") / ".cache" / "mblast";
 }
 
-nlohmann::json evaluate(const EvalOptions& options, WorkerPool& workers) {
-  const std::string candidate_text = read_file(options.candidate, "candidate");
-  read_file(options.problem, "problem");
-  if (options.seeds < 1) throw input_error("--seeds must be at least 1");
-  const fs::path cache_dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+namespace {
 
-  nlohmann::json result = empty_result(options);
-  const auto started = std::chrono::steady_clock::now();
-  if (options.backend == "cuda" && is_cuda_device(options.device)) {
-    result["builds"] = build_cuda(candidate_text, cache_dir / "cuda", result);
-    if (!result["error"].is_null()) return result;
-  }
-
-  auto ceilings = device_ceilings(options, cache_dir, workers);
+nlohmann::json eval_request(const EvalOptions& options, const fs::path& candidate,
+                            const fs::path& cache_dir, const nlohmann::json& ceilings) {
   nlohmann::json seeds = nlohmann::json::array();
   for (int i = 0; i < options.seeds; ++i)
     seeds.push_back(options.seed + static_cast<std::uint64_t>(i));
   nlohmann::json baselines = {"eager"};
   if (options.compile_baseline) baselines.push_back("compile");
-  nlohmann::json request = {
+  return {
       {"op", "eval"},
       {"problem", fs::absolute(options.problem).string()},
-      {"candidate", fs::absolute(options.candidate).string()},
+      {"candidate", fs::absolute(candidate).string()},
       {"device", options.device},
       {"seeds", seeds},
       {"atol", options.atol},
@@ -165,7 +179,26 @@ nlohmann::json evaluate(const EvalOptions& options, WorkerPool& workers) {
                                                  {"l2_flush", true}}
                                 : nlohmann::json()},
   };
+}
+
+// Sends one built candidate to a worker and folds the answer into its result.
+void judge(const EvalOptions& options, Pending& item, const fs::path& cache_dir,
+           const nlohmann::json& ceilings, WorkerPool& workers) {
+  auto& result = item.result;
+  result["build_seconds"] = item.build_seconds;
+  result["eval_seconds"] = 0.0;
+  result["worker_wait_seconds"] = 0.0;
+  result["wall_seconds"] = item.build_seconds;
+  if (!result["error"].is_null()) return;  // a compile error: no worker needed
+
+  const auto request = eval_request(options, item.candidate, cache_dir, ceilings);
+  const auto taken = std::chrono::steady_clock::now();
   auto outcome = workers.call(request, options.timeout);
+  const double eval_seconds = seconds_since(taken);
+  result["eval_seconds"] = eval_seconds;
+  // call() = taking a worker and reading its ready line, then outcome.seconds for the request.
+  result["worker_wait_seconds"] = std::max(0.0, eval_seconds - outcome.seconds);
+  result["wall_seconds"] = item.build_seconds + eval_seconds;
   result["sandbox"] = outcome.sandbox;
   result["worker"] = outcome.ready;
   if (!outcome.completed) {
@@ -174,7 +207,7 @@ nlohmann::json evaluate(const EvalOptions& options, WorkerPool& workers) {
         (outcome.stderr_tail.empty() ? "" : "\n--- worker stderr ---\n" + outcome.stderr_tail);
     result["error_kind"] =
         outcome.failure.find("timed out") != std::string::npos ? "timeout" : "crash";
-    return result;
+    return;
   }
   const auto& response = outcome.response;
   if (response.value("error_kind", nlohmann::json()) == "task") {
@@ -188,9 +221,67 @@ nlohmann::json evaluate(const EvalOptions& options, WorkerPool& workers) {
   if (!response.value("traceback", nlohmann::json()).is_null() && !result["error"].is_null()) {
     result["traceback"] = response["traceback"];
   }
-  result["wall_seconds"] =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  return result;
+}
+
+double percentile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  const double pos = q * static_cast<double>(values.size() - 1);
+  const auto lo = static_cast<std::size_t>(pos);
+  const auto hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
+}
+
+}  // namespace
+
+std::vector<nlohmann::json> evaluate_all(const EvalOptions& options,
+                                         const std::vector<fs::path>& candidates,
+                                         WorkerPool& workers) {
+  std::vector<Pending> pending;
+  for (const auto& candidate : candidates) {
+    pending.push_back(
+        {candidate, read_file(candidate, "candidate"), empty_result(options, candidate), 0.0});
+  }
+  read_file(options.problem, "problem");
+  if (options.seeds < 1) throw input_error("--seeds must be at least 1");
+  const fs::path cache_dir =
+      fs::absolute(options.cache_dir.empty() ? default_cache_dir() : options.cache_dir);
+
+  // The pool started its first worker when it was made: it imports while nvcc runs here.
+  if (options.backend == "cuda" && is_cuda_device(options.device))
+    build_cuda(pending, cache_dir / "cuda");
+
+  nlohmann::json ceilings;
+  bool have_ceilings = false;
+  std::vector<nlohmann::json> results;
+  for (auto& item : pending) {
+    if (!have_ceilings && item.result["error"].is_null()) {
+      ceilings = device_ceilings(options, cache_dir, workers);
+      have_ceilings = true;
+    }
+    judge(options, item, cache_dir, ceilings, workers);
+    results.push_back(std::move(item.result));
+  }
+  return results;
+}
+
+nlohmann::json evaluate(const EvalOptions& options, WorkerPool& workers) {
+  return evaluate_all(options, {options.candidate}, workers).front();
+}
+
+nlohmann::json latency_summary(const std::vector<nlohmann::json>& results) {
+  std::vector<double> seconds;
+  int correct = 0;
+  for (const auto& r : results) {
+    seconds.push_back(r.value("build_seconds", 0.0) + r.value("eval_seconds", 0.0));
+    correct += r.value("correct", false) ? 1 : 0;
+  }
+  nlohmann::json summary = {
+      {"count", results.size()}, {"correct", correct}, {"p50_s", nullptr}, {"p90_s", nullptr}};
+  if (!seconds.empty()) {
+    summary["p50_s"] = percentile(seconds, 0.5);
+    summary["p90_s"] = percentile(seconds, 0.9);
+  }
+  return summary;
 }
 
 }  // namespace mblast

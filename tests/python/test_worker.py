@@ -179,6 +179,37 @@ def test_reference_cache_is_used_on_second_run(tmp_path: Path) -> None:
     assert any(p.name.startswith("ref-") for p in (tmp_path / "cache").iterdir())
 
 
+def test_reference_cache_hits_every_seeded_reference_on_a_repeated_eval(tmp_path: Path) -> None:
+    """The whole eval as the driver sends it (trials, timing, staleness checks), twice with one
+    cache_dir: every seeded reference comes from the cache the second time."""
+    req = eval_request(problem("relu_small"), cpu_candidate("correct_relu"), cache_dir=str(tmp_path / "cache"))
+    first = evaluate(req, tmp_path / "first")
+    second = evaluate(req, tmp_path / "second")
+    assert first["correct"] is True and second["correct"] is True
+    seeded = len(req["seeds"]) + FAST_TIMING["input_sets"] + 1  # trials, timing input sets, staleness seed
+    assert first["reference_cache_hits"] == 0
+    assert first["reference_computations"] >= seeded
+    assert second["reference_cache_hits"] == seeded, second["notes"]
+    # Left: the permuted staleness inputs, which have no seed to key them by.
+    assert second["reference_computations"] == first["reference_computations"] - seeded
+    assert not any("cache" in note for note in first["notes"] + second["notes"])
+
+
+def test_phase_seconds_account_for_the_eval(results: Dict[str, Dict[str, Any]]) -> None:
+    phases = results["correct_relu"]["phase_seconds"]
+    for name in ("load", "trials", "trials/candidate", "trials/eager", "trials/reference", "trials/candidate_checks/eager_error",
+                 "trials/candidate_checks", "timing", "stale_checks", "other", "total"):
+        assert name in phases, (name, phases)
+    assert all(isinstance(v, float) and v >= 0 for v in phases.values()), phases
+    top = sum(v for k, v in phases.items() if "/" not in k and k != "total")
+    assert top == pytest.approx(phases["total"], rel=1e-3, abs=1e-3)
+    assert phases["trials/reference"] <= phases["trials"]
+    # Every eval response has them, a failed one too; other ops do not.
+    assert results["wrong_values"]["phase_seconds"]["trials"] > 0
+    assert results["eval_task:broken_syntax"]["phase_seconds"]["load"] >= 0
+    assert results["ceilings"]["phase_seconds"] is None
+
+
 def test_strict_policy_is_reported(results: Dict[str, Dict[str, Any]]) -> None:
     resp = results["strict"]
     assert resp["tolerance"]["policy"] == "strict"

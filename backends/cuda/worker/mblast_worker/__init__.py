@@ -5,4 +5,4 @@ Run as ``python3 -m mblast_worker serve`` (protocol on the original stdout) or
 """
 
 # Part of the reference-cache key: bump it whenever reference outputs could change.
-WORKER_VERSION: str = "1"
+WORKER_VERSION: str = "2"

@@ -31,11 +31,12 @@ INFORMATIONAL_FLAGS = frozenset({"calls_reference_op", "reference_as_candidate"}
 def evaluate(s: Session) -> None:
     req = s.req
     v = Verdict(base=Tol(req.atol, req.rtol), policy=req.tolerance_policy)
-    for n, seed in enumerate(req.seeds):
-        run_trial(s, v, seed, prime=n == 0)
-        if v.error_kind in ("shape", "dtype", "cheat"):
-            break
-    mutation_flags(s, v)
+    with s.phases.phase("trials"):
+        for n, seed in enumerate(req.seeds):
+            run_trial(s, v, seed, prime=n == 0)
+            if v.error_kind in ("shape", "dtype", "cheat"):
+                break
+        mutation_flags(s, v)
     if v.error_kind not in ("shape", "dtype"):
         _after_trials(s, v)
     _finish(s, v)
@@ -47,25 +48,31 @@ def _can_still_pass(s: Session, v: Verdict) -> bool:
 
 def _after_trials(s: Session, v: Verdict) -> None:
     pristine = s.make_inputs(s.req.seeds[0])
-    _record_reference_ops(s, pristine)
-    eager = s.call_eager(clone_all(pristine), s.req.seeds[0])
-    try:
-        s.resp.flops = count_flops(s.eager_callable(clone_all(pristine)))
-    except Exception as exc:  # noqa: BLE001
-        s.resp.add_note(f"FLOP counting failed: {type(exc).__name__}: {exc}")
-    s.resp.min_bytes = min_bytes(pristine, s.ref_model, eager)
-    s.resp.sol_ms = sol_ms(s.resp.flops, s.resp.min_bytes, s.req.device_ceilings)
+    with s.phases.phase("op_recording"):
+        _record_reference_ops(s, pristine)
+    with s.phases.phase("cost_model"):
+        eager = s.call_eager(clone_all(pristine), s.req.seeds[0])
+        try:
+            s.resp.flops = count_flops(s.eager_callable(clone_all(pristine)))
+        except Exception as exc:  # noqa: BLE001
+            s.resp.add_note(f"FLOP counting failed: {type(exc).__name__}: {exc}")
+        s.resp.min_bytes = min_bytes(pristine, s.ref_model, eager)
+        s.resp.sol_ms = sol_ms(s.resp.flops, s.resp.min_bytes, s.req.device_ceilings)
     if not _can_still_pass(s, v):
         s.resp.add_note("timing and staleness checks skipped: the candidate already failed")
         return
-    if s.device.type == "cuda" and _side_stream_output_check(s, pristine):
-        s.resp.add_flag("side_stream")
-        s.resp.add_note("output read after syncing only the current stream differs from after a device sync")
+    if s.device.type == "cuda":
+        with s.phases.phase("side_stream_check"):
+            if _side_stream_output_check(s, pristine):
+                s.resp.add_flag("side_stream")
+                s.resp.add_note("output read after syncing only the current stream differs from after a device sync")
     timed_buffers: Optional[List[Any]] = None
     if s.req.timing is not None:
-        timed = run_timing(s, v.tol or v.base, v.rel_l2_limit, s.req.timing)
+        with s.phases.phase("timing"):
+            timed = run_timing(s, v.tol or v.base, v.rel_l2_limit, s.req.timing)
         timed_buffers = timed.cand_buffers
-    run_staleness_checks(s, v.tol or v.base, v.rel_l2_limit, timed_buffers)
+    with s.phases.phase("stale_checks"):
+        run_staleness_checks(s, v.tol or v.base, v.rel_l2_limit, timed_buffers)
     s.after_candidate_code("during timing")
     if s.resp.sol_ms is not None and s.resp.cand_ms is not None and s.resp.cand_ms < 0.9 * s.resp.sol_ms:
         s.resp.add_flag("beyond_speed_of_light")

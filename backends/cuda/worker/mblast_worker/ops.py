@@ -13,6 +13,7 @@ from .device import device_name, init_device, parse_device
 from .errors import RequestError, TaskError, WorkerError, WorkerTimeout
 from .evaluate import evaluate
 from .loader import call_input_fn, construct, load_problem
+from .phases import Phases
 from .request import Request, parse_request
 from .response import OutputSpec, Response
 from .session import Session, seed_everything
@@ -61,8 +62,13 @@ def _dispatch(req: Request, resp: Response, device: torch.device) -> None:
         _check_task(req, resp, device)
     else:
         resp.correct = False
-        session = Session.open(req, resp, device)
-        evaluate(session)
+        phases = Phases()
+        try:
+            with phases.phase("load"):
+                session = Session.open(req, resp, device, phases)
+            evaluate(session)
+        finally:
+            resp.phase_seconds = phases.seconds()
 
 
 def _check_task(req: Request, resp: Response, device: torch.device) -> None:

@@ -20,7 +20,8 @@ from .errors import TaskError
 from .guards import Tf32Setting, apply_tf32
 from .loader import describe
 from .outputs import kind_error, output_list
-from .tensors import clone_all, fingerprint, upcast
+from .phases import Phases
+from .tensors import clone_all, fingerprint, map_tensors
 
 FLOAT64 = "float64"
 FLOAT32_STRICT = "float32-strict"
@@ -44,6 +45,9 @@ class ReferenceStore:
     # Builds a fresh fp32 reference model identical to the one the eager run uses.
     build_model: Callable[[], torch.nn.Module]
     restore_tf32: Callable[[], None]
+    phases: Phases = field(default_factory=Phases)
+    # Where get_inputs() ran: "host" (CPU, then copied) or "device"; the values differ, so does the key.
+    input_origin: str = "host"
     cache_hits: int = 0
     computations: int = 0
     precision: Optional[str] = None
@@ -53,6 +57,10 @@ class ReferenceStore:
 
     def get(self, seed: Optional[int], inputs: List[Any]) -> Reference:
         """Reference outputs for inputs drawn with seed (None: not cacheable), on the device."""
+        with self.phases.phase("reference"):
+            return self._get(seed, inputs)
+
+    def _get(self, seed: Optional[int], inputs: List[Any]) -> Reference:
         fp = fingerprint(inputs)
         path = self._cache_path(seed) if seed is not None else None
         if path is not None:
@@ -77,7 +85,7 @@ class ReferenceStore:
             try:
                 if self._model64 is None:
                     self._model64 = self.build_model().to(torch.float64)
-                return Reference(self._run(self._model64, upcast(clone_all(inputs), torch.float64), seed), FLOAT64)
+                return Reference(self._run(self._model64, _private_f64(inputs), seed), FLOAT64)
             except TaskError:
                 raise
             except Exception as exc:  # noqa: BLE001 - some ops have no float64 kernel
@@ -109,7 +117,8 @@ class ReferenceStore:
         h = hashlib.sha256()
         h.update(self.problem_source)
         torch_mm = ".".join(torch.__version__.split(".")[:2])
-        h.update(f"|seed={seed}|init={self.init_seed}|device={self.device.type}|worker={WORKER_VERSION}|torch={torch_mm}".encode())
+        h.update(f"|seed={seed}|init={self.init_seed}|device={self.device.type}|inputs={self.input_origin}"
+                 f"|worker={WORKER_VERSION}|torch={torch_mm}".encode())
         return os.path.join(self.cache_dir, f"ref-{h.hexdigest()}.pt")
 
     def _load(self, path: str, fp: Tuple[Any, ...]) -> Optional[Reference]:
@@ -139,6 +148,13 @@ class ReferenceStore:
                     os.unlink(tmp)
         except Exception as exc:  # noqa: BLE001
             self.notes.append(f"reference cache write failed: {describe(exc)}")
+
+
+def _private_f64(inputs: List[Any]) -> List[Any]:
+    """upcast(clone_all(inputs)) in one copy per tensor: floating inputs become float64 copies,
+    the others plain copies (the model may change its inputs in place)."""
+    return map_tensors(inputs, lambda t: t.detach().to(torch.float64, copy=True) if t.is_floating_point()
+                       else t.detach().clone())
 
 
 def _plain(fp: Tuple[Any, ...]) -> str:

@@ -76,6 +76,8 @@ class Response:
     traceback: Optional[str] = None
     reference_cache_hits: int = 0
     reference_computations: int = 0
+    # eval only: seconds per phase of the request (phases.py), "other" and "total" included
+    phase_seconds: Optional[Dict[str, float]] = None
     notes: List[str] = field(default_factory=list)
     # op "ceilings" only
     bandwidth_gbs: Optional[float] = None

@@ -5,7 +5,7 @@ import copy
 import random
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Set
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Set, cast
 
 import torch
 
@@ -15,6 +15,7 @@ from .guards import NamespaceSnapshot, PrecisionGuard, Tf32Setting
 from .loader import (Candidate, Problem, call_input_fn, construct, copy_matching_state, describe, load_candidate,
                      load_problem)
 from .outputs import kind_error, output_list
+from .phases import Phases
 from .poison import Poisoner, PoisonMode
 from .reference import ReferenceStore
 from .request import Request
@@ -50,13 +51,15 @@ class Session:
     cand_state: Dict[str, torch.Tensor]
     ref_state: Dict[str, torch.Tensor]
     param_names: Set[str]
+    phases: Phases = field(default_factory=Phases)
+    inputs_on_device: Optional[bool] = None  # None: not tried yet (see make_inputs)
     cand_changed_state: Set[str] = field(default_factory=set)
     ref_changed_state: Set[str] = field(default_factory=set)
 
     # ---- setup -------------------------------------------------------------------------
 
     @staticmethod
-    def open(req: Request, resp: Response, device: torch.device) -> "Session":
+    def open(req: Request, resp: Response, device: torch.device, phases: Optional[Phases] = None) -> "Session":
         assert req.problem is not None and req.candidate is not None
         problem = load_problem(req.problem)
         seed_everything(req.init_seed)
@@ -77,29 +80,60 @@ class Session:
         cand_model = construct(candidate.model_cls, copy.deepcopy(init_inputs), req.init_seed, device,
                                candidate.path, CandidateLoadError)
         copy_matching_state(ref_model, cand_model)
+        phases = phases or Phases()
         refs = ReferenceStore(problem.path, problem.source, req.init_seed, device, req.cache_dir,
-                              build_model=_copier(ref_model, build_ref), restore_tf32=precision.enter_candidate)
+                              build_model=_copier(ref_model, build_ref), restore_tf32=precision.enter_candidate,
+                              phases=phases)
         if candidate.is_reference:
             resp.add_flag("reference_as_candidate")
         return Session(
             req=req, resp=resp, device=device, problem=problem, candidate=candidate, init_inputs=init_inputs,
             ref_model=ref_model, cand_model=cand_model, refs=refs, precision=precision, namespaces=namespaces,
             poisoner=Poisoner(device), cand_state=state_snapshot(cand_model), ref_state=state_snapshot(ref_model),
-            param_names={n for n, _ in cand_model.named_parameters()},
+            param_names={n for n, _ in cand_model.named_parameters()}, phases=phases,
         )
 
     # ---- inputs ------------------------------------------------------------------------
 
     def make_inputs(self, seed: int) -> List[Any]:
-        seed_everything(seed)
-        return to_device(call_input_fn(self.problem, "get_inputs"), self.device)
+        """get_inputs() under seed, on the device.
+
+        On CUDA with torch >= 2.0 the inputs are generated on the device directly (get_inputs()
+        runs inside `with torch.device(...)`), which for large inputs is much faster than
+        generating them on the CPU and copying. The values then differ from CPU generation but
+        are still determined by the seed (torch.manual_seed seeds the device's generator too),
+        and the reference cache keys them apart (ReferenceStore.input_origin). A get_inputs()
+        that fails that way (one that mixes in CPU generators or NumPy, say) is run on the CPU
+        instead, for the rest of the session."""
+        with self.phases.phase("inputs"):
+            context = _device_context(self.device) if self.inputs_on_device is not False else None
+            if context is not None:
+                seed_everything(seed)
+                try:
+                    with context:
+                        values = call_input_fn(self.problem, "get_inputs")
+                    self.inputs_on_device = True
+                    self.refs.input_origin = "device"
+                    return to_device(values, self.device)
+                except TaskError as exc:
+                    self.inputs_on_device = False
+                    self.refs.input_origin = "host"
+                    self.resp.add_note(f"get_inputs() failed on the device ({exc.message.splitlines()[0]}); "
+                                       "inputs are generated on the CPU and copied")
+            seed_everything(seed)
+            return to_device(call_input_fn(self.problem, "get_inputs"), self.device)
 
     # ---- calls -------------------------------------------------------------------------
 
     def call_candidate(self, inputs: List[Any], seed: int, poison: Optional[PoisonMode]) -> Any:
         """One guarded forward of the candidate; returns its raw result."""
         if poison is not None:
-            self.poisoner.poison(poison)
+            with self.phases.phase("poison"):
+                self.poisoner.poison(poison)
+        with self.phases.phase("candidate"):
+            return self._call_candidate(inputs, seed)
+
+    def _call_candidate(self, inputs: List[Any], seed: int) -> Any:
         self.precision.enter_candidate()
         seed_everything(seed)
         try:
@@ -124,6 +158,10 @@ class Session:
 
     def call_eager(self, inputs: List[Any], seed: int) -> List[torch.Tensor]:
         """The fp32 reference with PyTorch's default settings; validates what it returns."""
+        with self.phases.phase("eager"):
+            return self._call_eager(inputs, seed)
+
+    def _call_eager(self, inputs: List[Any], seed: int) -> List[torch.Tensor]:
         self.precision.enter_eager()
         seed_everything(seed)
         try:
@@ -162,6 +200,13 @@ class Session:
         params = self.cand_changed_state & self.param_names
         buffers = self.cand_changed_state - self.param_names
         return bool(params) or (bool(buffers) and not self.ref_changed_state)
+
+
+def _device_context(device: torch.device) -> Optional[ContextManager[Any]]:
+    """The device as a default-device context manager where torch has one (>= 2.0), for CUDA only."""
+    if device.type != "cuda" or not hasattr(device, "__enter__"):
+        return None
+    return cast(ContextManager[Any], device)
 
 
 def _copier(model: torch.nn.Module, rebuild: Callable[[], torch.nn.Module]) -> Callable[[], torch.nn.Module]:

@@ -7,7 +7,7 @@ from typing import Any, List, Optional, Set
 import torch
 
 from .checks import aliases_anything, check_structure
-from .compare import EAGER_WIDEN_FACTOR, OutputDiff, Tol, diff, eager_error, poison_dependent_fraction, widened
+from .compare import EAGER_WIDEN_FACTOR, OutputDiff, Tol, diff, eager_errors, poison_dependent_fraction, widened
 from .errors import CandidateRuntimeError
 from .outputs import output_list
 from .poison import PoisonMode
@@ -55,16 +55,16 @@ def _call_candidate_twice(s: Session, v: Verdict, pristine: List[Any], seed: int
 
 def _trial_tolerance(v: Verdict, eager: List[torch.Tensor], ref: List[torch.Tensor]) -> Tol:
     """The tolerance policy of DESIGN.md section 3, from this trial's eager error."""
-    e = max((eager_error(eo, ro) for eo, ro in zip(eager, ref)), default=0.0)
+    errors = [eager_errors(eo, ro, v.base.atol) for eo, ro in zip(eager, ref)]
+    e = max((x.policy_err for x in errors), default=0.0)
     tol = widened(v.base, e, v.policy)
     if tol.atol > v.base.atol or tol.rtol > v.base.rtol:
         v.widened_by_eager = True
     if v.tol is None or tol.atol > v.tol.atol:
         v.tol = tol
-    eager_diffs = [diff(eo, ro, tol, v.base.atol) for eo, ro in zip(eager, ref)]
-    v.eager_abs = max([v.eager_abs] + [d.max_abs for d in eager_diffs])
-    v.eager_rel = max([v.eager_rel] + [d.max_rel for d in eager_diffs])
-    eager_l2 = max([d.rel_l2 for d in eager_diffs if d.ref_norm > 0] + [0.0])
+    v.eager_abs = max([v.eager_abs] + [x.max_abs for x in errors])
+    v.eager_rel = max([v.eager_rel] + [x.max_rel for x in errors])
+    eager_l2 = max([x.rel_l2 for x in errors if x.ref_norm > 0] + [0.0])
     v.rel_l2_limit = max(v.rel_l2_limit, EAGER_WIDEN_FACTOR * eager_l2)
     return tol
 
@@ -81,6 +81,12 @@ def run_trial(s: Session, v: Verdict, seed: int, prime: bool) -> None:
         raise calls.error
     ref = s.refs.get(seed, pristine)
 
+    with s.phases.phase("candidate_checks"):
+        _check_trial(s, v, seed, pristine, calls, eager, eager_in, ref.outputs)
+
+
+def _check_trial(s: Session, v: Verdict, seed: int, pristine: List[Any], calls: CandidateCalls,
+                 eager: List[torch.Tensor], eager_in: List[Any], ref: List[torch.Tensor]) -> None:
     st = check_structure(calls.raw_a, eager)
     for flag in st.flags:
         s.resp.add_flag(flag)
@@ -94,8 +100,9 @@ def run_trial(s: Session, v: Verdict, seed: int, prime: bool) -> None:
             s.resp.add_flag("output_aliases_input")
             s.resp.add_note("; ".join(found))
 
-    tol = _trial_tolerance(v, eager, ref.outputs)
-    diffs = [diff(o, r, tol, v.base.atol) for o, r in zip(outs, ref.outputs)]
+    with s.phases.phase("eager_error"):
+        tol = _trial_tolerance(v, eager, ref)
+    diffs = [diff(o, r, tol, v.base.atol) for o, r in zip(outs, ref)]
     passed = all(d.passes(v.rel_l2_limit) for d in diffs)
     trial_abs = max(d.max_abs for d in diffs) if diffs else 0.0
     trial_rel = max(d.max_rel for d in diffs) if diffs else 0.0
@@ -104,7 +111,7 @@ def run_trial(s: Session, v: Verdict, seed: int, prime: bool) -> None:
     v.rel_l2 = max([v.rel_l2] + [d.rel_l2 for d in diffs])
     _track_worst(v, diffs)
 
-    _poison_flags(s, outs, output_list(calls.raw_b) or [], ref.outputs, tol)
+    _poison_flags(s, outs, output_list(calls.raw_b) or [], ref, tol)
     _value_flags(s, diffs, passed)
     in_fp, out_fp = fingerprint(pristine), fingerprint(outs)
     if not passed:

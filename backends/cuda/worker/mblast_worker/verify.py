@@ -4,11 +4,13 @@ from typing import Any, List
 
 import torch
 
-from .compare import Tol, diff
+from .compare import Tol, passes
 from .outputs import output_list
 
 
 def matches(raw: Any, ref: List[torch.Tensor], tol: Tol, rel_floor: float, rel_l2_limit: float) -> bool:
+    """Whether raw passes against ref as a trial would. rel_floor only scales max_rel_err, which
+    the verdict does not use; it is kept so that callers state the same parameters as diff()."""
     outs = output_list(raw)
     if outs is None or len(outs) != len(ref):
         return False
@@ -18,6 +20,6 @@ def matches(raw: Any, ref: List[torch.Tensor], tol: Tol, rel_floor: float, rel_l
         plain = out.as_subclass(torch.Tensor) if type(out) is not torch.Tensor else out
         if tuple(plain.shape) != tuple(r.shape):
             return False
-        if not diff(plain, r, tol, rel_floor).passes(rel_l2_limit):
+        if not passes(plain, r, tol, rel_l2_limit):
             return False
     return True
