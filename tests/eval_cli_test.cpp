@@ -138,5 +138,15 @@ TEST_F(EvalCli, UnusableProblemExitsTwoNamingTheFileAndCause) {
   EXPECT_NE(missing.err.find("no_such_problem.py"), std::string::npos);
 }
 
+TEST_F(EvalCli, CudaDeviceWithoutAGpuExitsTwoSuggestingTheCpu) {
+  if (find_program("nvidia-smi")) GTEST_SKIP() << "this machine may have a GPU";
+  auto result = run_mblast({"eval", source("problems/relu_small.py"), "--candidate",
+                            source("candidates/cpu/correct_relu.py"), "--device", "cuda",
+                            "--cache-dir", (cache_ / "cache").string()},
+                           {{"XDG_CACHE_HOME", (cache_ / "xdg").string()}});
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("--device cpu"), std::string::npos) << result.err;
+}
+
 }  // namespace
 }  // namespace mblast

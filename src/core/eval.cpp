@@ -109,6 +109,20 @@ std::string host_name() {
   return name;
 }
 
+// A worker that reports it cannot start (the device cannot be initialised, PyTorch is broken)
+// will fail for every candidate: that is a problem with the request or the machine, not with the
+// candidate.
+void refuse_unstartable(const WorkerOutcome& outcome, const EvalOptions& options) {
+  if (outcome.completed || outcome.failure.rfind("worker could not start", 0) != 0) return;
+  std::string hint = "check `mblast doctor`";
+  if (options.device.rfind("cuda", 0) == 0) {
+    hint =
+        "PyTorch sees no usable GPU here: use --device cpu for plain PyTorch candidates, or "
+        "run on a machine with an NVIDIA GPU (`mblast doctor` checks it)";
+  }
+  throw input_error(outcome.failure, hint);
+}
+
 // The device's measured copy bandwidth and fp32 matmul rate, the speed-of-light ceilings.
 // Measured once per machine and device by the worker and cached, since it takes seconds.
 nlohmann::json device_ceilings(const EvalOptions& options, const fs::path& cache_dir,
@@ -124,6 +138,7 @@ nlohmann::json device_ceilings(const EvalOptions& options, const fs::path& cache
     }
   }
   auto outcome = workers.call({{"op", "ceilings"}, {"device", options.device}}, options.timeout);
+  refuse_unstartable(outcome, options);
   if (!outcome.completed || !outcome.response.value("error", nlohmann::json()).is_null()) {
     spdlog::warn("could not measure the device's ceilings ({}); no speed-of-light figures",
                  outcome.completed ? outcome.response["error"].dump() : outcome.failure);
@@ -201,6 +216,7 @@ void judge(const EvalOptions& options, Pending& item, const fs::path& cache_dir,
   result["wall_seconds"] = item.build_seconds + eval_seconds;
   result["sandbox"] = outcome.sandbox;
   result["worker"] = outcome.ready;
+  refuse_unstartable(outcome, options);
   if (!outcome.completed) {
     result["error"] =
         outcome.failure +

@@ -334,3 +334,16 @@ def test_serve_answers_garbage_with_not_ok(tmp_path: Path) -> None:
     out, _err = proc.communicate("this is not json\n", timeout=120)
     resp = json.loads(out.splitlines()[1])
     assert resp["ok"] is False and "unparseable request" in resp["error"]
+
+
+def test_references_over_the_size_limit_are_not_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Huge references (KernelBench level 1: 12.8 GB per seed in float64) are recomputed rather
+    than written to disk; the response says so."""
+    monkeypatch.setenv("MBLAST_REFERENCE_CACHE_MAX_MB", "0")
+    req = eval_request(problem("relu_small"), cpu_candidate("correct_relu"), cache_dir=str(tmp_path / "cache"))
+    first = evaluate(req, tmp_path / "first")
+    second = evaluate(req, tmp_path / "second")
+    assert first["correct"] is True and second["correct"] is True
+    assert second["reference_cache_hits"] == 0
+    assert any("reference not cached" in note for note in second["notes"]), second["notes"]
+    assert not list((tmp_path / "cache").glob("ref-*.pt"))

@@ -29,6 +29,10 @@ _STRICT_FP32 = Tf32Setting(matmul=False, cudnn=False)
 _LOAD_KW = {"weights_only": True} if "weights_only" in inspect.signature(torch.load).parameters else {}
 
 
+
+# Largest reference (all outputs of one seed, float64) written to the cache.
+MAX_CACHED_REFERENCE_BYTES = int(os.environ.get("MBLAST_REFERENCE_CACHE_MAX_MB", "512")) * 2**20
+
 @dataclass
 class Reference:
     outputs: List[torch.Tensor]
@@ -135,6 +139,15 @@ class ReferenceStore:
             return None
 
     def _store(self, path: str, ref: Reference, fp: Tuple[Any, ...]) -> None:
+        size = sum(t.numel() * t.element_size() for t in ref.outputs)
+        if size > MAX_CACHED_REFERENCE_BYTES:
+            # KernelBench level 1 has float64 outputs of 12.8 GB per seed: on disk they would cost
+            # more than recomputing them on the GPU, and would fill the disk.
+            self.notes.append(
+                f"reference not cached: {size / 2**20:.0f} MiB per seed is over the "
+                f"{MAX_CACHED_REFERENCE_BYTES // 2**20} MiB limit (MBLAST_REFERENCE_CACHE_MAX_MB)"
+            )
+            return
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             entry = {"outputs": [t.detach().cpu() for t in ref.outputs], "precision": ref.precision, "inputs": _plain(fp)}
