@@ -138,6 +138,19 @@ TEST_F(EvalCli, UnusableProblemExitsTwoNamingTheFileAndCause) {
   EXPECT_NE(missing.err.find("no_such_problem.py"), std::string::npos);
 }
 
+TEST_F(EvalCli, ProfileReportsSignaturesForTheStateClassifier) {
+  auto result =
+      eval("problems/matmul_small.py", "problems/matmul_small.py", {"--profile", "--seeds", "1"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto json = nlohmann::json::parse(result.out);
+  for (const char* key : {"signature", "reference_signature"}) {
+    ASSERT_TRUE(json[key].is_object()) << key;
+    EXPECT_GE(json[key]["kernel_count"].get<double>(), 1.0);
+    EXPECT_GT(json[key]["total_ms"].get<double>(), 0.0);
+    EXPECT_FALSE(json[key]["ops"].empty());
+  }
+}
+
 TEST_F(EvalCli, CudaDeviceWithoutAGpuExitsTwoSuggestingTheCpu) {
   if (find_program("nvidia-smi")) GTEST_SKIP() << "this machine may have a GPU";
   auto result = run_mblast({"eval", source("problems/relu_small.py"), "--candidate",

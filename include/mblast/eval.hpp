@@ -27,6 +27,7 @@ struct EvalOptions {
   bool timing = true;
   int timing_runs = 30;
   bool compile_baseline = false;  // also time torch.compile of the reference
+  bool profile = false;  // profile signatures of candidate and reference (PyTorch profiler)
   std::chrono::seconds timeout{600};
   std::filesystem::path cache_dir;  // reference outputs and CUDA builds; empty: ~/.cache/mblast
 };

@@ -79,6 +79,28 @@ void print_report(const nlohmann::json& r) {
                      "%.0f")
               << "% of it\n";
   }
+  if (r.contains("signature") && r["signature"].is_object()) {
+    const auto& sig = r["signature"];
+    std::cout << "signature  ";
+    for (const char* metric :
+         {"kernel_count", "launch_overhead_fraction", "sol_fraction", "memory_sol_fraction",
+          "compute_sol_fraction", "arithmetic_intensity", "tensor_core_fraction"}) {
+      if (sig.contains(metric) && sig[metric].is_number()) {
+        std::cout << " " << metric << "=" << number(sig[metric], "%.3g");
+      }
+    }
+    std::cout << "\n";
+    if (sig.contains("ops") && !sig["ops"].empty()) {
+      std::cout << "top ops    ";
+      std::size_t shown = 0;
+      for (const auto& op : sig["ops"]) {
+        if (shown++ == 3) break;
+        std::cout << " " << op["name"].get<std::string>() << " "
+                  << number(nlohmann::json(op["share"].get<double>() * 100), "%.0f") << "%";
+      }
+      std::cout << "\n";
+    }
+  }
   std::string flags;
   for (const auto& flag : r["flags"])
     flags += (flags.empty() ? "" : ", ") + flag.get<std::string>();
@@ -133,6 +155,9 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
   eval->add_option("--runs", c->options.timing_runs, "Timed runs of each (default 30)")
       ->check(CLI::Range(1, 100000));
   eval->add_flag("--no-timing", c->no_timing, "Verify only");
+  eval->add_flag("--profile", c->options.profile,
+                 "Profile candidate and reference with the PyTorch profiler and report their "
+                 "signatures (op and kernel time shares, idle fraction, speed-of-light fractions)");
   eval->add_flag("--compile-baseline", c->options.compile_baseline,
                  "Also time torch.compile of the reference");
   eval->add_option("--timeout", c->timeout_s, "Seconds before the worker is killed (default 600)")

@@ -182,6 +182,7 @@ nlohmann::json eval_request(const EvalOptions& options, const fs::path& candidat
       {"rtol", options.rtol},
       {"tolerance_policy", options.tolerance_policy},
       {"allow_tf32", options.allow_tf32},
+      {"profile", options.profile},
       {"baselines", baselines},
       {"cache_dir", (cache_dir / "reference").string()},
       {"device_ceilings", ceilings.is_object()

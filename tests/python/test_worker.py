@@ -347,3 +347,19 @@ def test_references_over_the_size_limit_are_not_cached(tmp_path: Path, monkeypat
     assert second["reference_cache_hits"] == 0
     assert any("reference not cached" in note for note in second["notes"]), second["notes"]
     assert not list((tmp_path / "cache").glob("ref-*.pt"))
+
+
+def test_profile_returns_signatures_for_candidate_and_reference(tmp_path: Path) -> None:
+    req = eval_request(problem("matmul_small"), problem("matmul_small"), profile=True,
+                       device_ceilings={"bandwidth_gbs": 10.0, "peak_tflops": 0.1})
+    resp = evaluate(req, tmp_path)
+    assert resp["correct"] is True, resp["error"]
+    for key in ("signature", "reference_signature"):
+        sig = resp[key]
+        assert sig is not None, resp["notes"]
+        assert sig["total_ms"] > 0 and sig["kernel_count"] >= 1
+        assert any(op["name"] in ("aten::mm", "aten::matmul") for op in sig["ops"]), sig["ops"]
+        assert 0 < sig["memory_sol_fraction"]
+    assert resp["phase_seconds"]["profile"] > 0
+    plain = evaluate(eval_request(problem("relu_small"), cpu_candidate("correct_relu")), tmp_path / "plain")
+    assert plain["signature"] is None and plain["reference_signature"] is None

@@ -12,6 +12,7 @@ import torch
 from . import guards
 from .compare import Tol
 from .costmodel import count_flops, min_bytes, sol_ms
+from .signature import build_signature, profile_forward
 from .errors import CandidateRuntimeError
 from .opsrec import record_ops, shared_reference_ops
 from .outputs import output_list
@@ -74,9 +75,34 @@ def _after_trials(s: Session, v: Verdict) -> None:
     with s.phases.phase("stale_checks"):
         run_staleness_checks(s, v.tol or v.base, v.rel_l2_limit, timed_buffers)
     s.after_candidate_code("during timing")
+    if s.req.profile:
+        with s.phases.phase("profile"):
+            _profile(s, pristine)
+            s.after_candidate_code("during profiling")
     if s.resp.sol_ms is not None and s.resp.cand_ms is not None and s.resp.cand_ms < 0.9 * s.resp.sol_ms:
         s.resp.add_flag("beyond_speed_of_light")
         s.resp.add_note(f"candidate took {s.resp.cand_ms:.4g} ms, below 0.9 x speed of light {s.resp.sol_ms:.4g} ms")
+
+
+def _profile(s: Session, pristine: List[Any]) -> None:
+    """Signatures of candidate and reference, each over its own copy of the first trial's inputs,
+    with the measured medians as their total times."""
+    ceilings = s.req.device_ceilings
+    bandwidth = ceilings.bandwidth_gbs if ceilings else None
+    peak = ceilings.peak_tflops if ceilings else None
+    on_gpu = s.device.type == "cuda"
+    for attribute, forward, total_ms in (
+        ("signature", s.candidate_callable(clone_all(pristine)), s.resp.cand_ms),
+        ("reference_signature", s.eager_callable(clone_all(pristine)), s.resp.ref_ms),
+    ):
+        try:
+            profiled = profile_forward(forward, s.device)
+        except Exception as exc:  # noqa: BLE001 - a profiler failure costs the signature, not the verdict
+            s.resp.add_note(f"profiling failed: {type(exc).__name__}: {exc}")
+            return
+        measured = total_ms if total_ms is not None else float(profiled["busy_ms"])
+        setattr(s.resp, attribute, build_signature(profiled, measured, s.resp.flops, s.resp.min_bytes,
+                                                   bandwidth, peak, on_gpu))
 
 
 def _record_reference_ops(s: Session, pristine: List[Any]) -> None:

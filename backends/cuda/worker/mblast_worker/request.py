@@ -43,6 +43,8 @@ class Request:
     device_ceilings: Optional[DeviceCeilings] = None
     # Optional soft limit (SIGALRM): only interrupts Python code; the driver's kill is the hard one.
     timeout_s: Optional[float] = None
+    # Profile candidate and reference after timing: the signatures the state classifier reads.
+    profile: bool = False
 
 
 def _typed(raw: Dict[str, Any], key: str, kinds: tuple, default: Any) -> Any:
@@ -111,6 +113,7 @@ def parse_request(raw: Any, default_device: str = "cpu") -> Request:
     req.baselines = list(baselines)
     req.cache_dir = _abs_path(raw, "cache_dir", required=False)
     req.allow_tf32 = bool(_typed(raw, "allow_tf32", (bool,), False))
+    req.profile = bool(_typed(raw, "profile", (bool,), False))
     ceilings = raw.get("device_ceilings")
     if ceilings is not None:
         if not isinstance(ceilings, dict):

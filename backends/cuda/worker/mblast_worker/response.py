@@ -78,6 +78,9 @@ class Response:
     reference_computations: int = 0
     # eval only: seconds per phase of the request (phases.py), "other" and "total" included
     phase_seconds: Optional[Dict[str, float]] = None
+    # eval with "profile": profile signatures (signature.py) of the candidate and the reference
+    signature: Optional[Dict[str, Any]] = None
+    reference_signature: Optional[Dict[str, Any]] = None
     notes: List[str] = field(default_factory=list)
     # op "ceilings" only
     bandwidth_gbs: Optional[float] = None
