@@ -151,6 +151,20 @@ TEST_F(EvalCli, ProfileReportsSignaturesForTheStateClassifier) {
   }
 }
 
+TEST_F(EvalCli, ExportsOnlyCorrectCandidates) {
+  const auto good = cache_ / "good.py";
+  auto result = eval("problems/relu_small.py", "candidates/cpu/correct_relu.py",
+                     {"--no-timing", "--seeds", "1", "--export", good.string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  ASSERT_TRUE(std::filesystem::exists(good));
+  const auto bad = cache_ / "bad.py";
+  result = eval("problems/relu_small.py", "candidates/cpu/zero_output.py",
+                {"--no-timing", "--seeds", "1", "--export", bad.string()});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_FALSE(std::filesystem::exists(bad));
+  EXPECT_NE(result.err.find("not exported"), std::string::npos) << result.err;
+}
+
 TEST_F(EvalCli, CudaDeviceWithoutAGpuExitsTwoSuggestingTheCpu) {
   if (find_program("nvidia-smi")) GTEST_SKIP() << "this machine may have a GPU";
   auto result = run_mblast({"eval", source("problems/relu_small.py"), "--candidate",

@@ -53,6 +53,12 @@ std::vector<nlohmann::json> evaluate_all(const EvalOptions& options,
 // (linear interpolation between ranks; null when there are no results).
 nlohmann::json latency_summary(const std::vector<nlohmann::json>& results);
 
+// Writes `candidate` as a self-contained KernelBench ModelNew file: a fast-route candidate
+// (mblast_cuda.load) is rewritten to compile its CUDA with load_inline; any other candidate is
+// already one and is copied. Throws mblast::Error when the export fails.
+void export_kernelbench(const std::filesystem::path& candidate, const std::filesystem::path& out,
+                        const std::filesystem::path& python);
+
 // The cache folder used when EvalOptions::cache_dir is empty.
 std::filesystem::path default_cache_dir();
 

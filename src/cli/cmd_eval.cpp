@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "cli/app.hpp"
 #include "mblast/error.hpp"
 #include "mblast/eval.hpp"
@@ -25,6 +27,7 @@ struct EvalCommand {
   bool no_timing = false;
   int timeout_s = 600;
   int prestart = 1;
+  std::string export_path;
   bool json = false;
 };
 
@@ -170,6 +173,9 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
                    "raise it when a worker's start-up (Python, torch, CUDA) takes longer than one "
                    "evaluation, so that every candidate still finds a ready worker")
       ->check(CLI::Range(1, 16));
+  eval->add_option("--export", c->export_path,
+                   "If the candidate is correct, write it here as a self-contained KernelBench "
+                   "ModelNew file (CUDA built with load_inline); one candidate only");
   eval->add_flag("--json", c->json, "Print the result object as JSON");
   eval->callback([&action, c] {
     action = [c] {
@@ -214,6 +220,17 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
       bool all_correct = true;
       for (const auto& result : results)
         all_correct = all_correct && result.value("correct", false);
+      if (!c->export_path.empty()) {
+        if (results.size() != 1) {
+          throw input_error("--export takes one candidate, not " + std::to_string(results.size()));
+        }
+        if (all_correct) {
+          export_kernelbench(candidates.front(), c->export_path, *python);
+          spdlog::info("exported {} to {}", candidates.front().string(), c->export_path);
+        } else {
+          spdlog::warn("not exported: the candidate is not correct");
+        }
+      }
       if (results.size() == 1) {
         if (c->json) {
           std::cout << results.front().dump(2) << "\n";

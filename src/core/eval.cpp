@@ -14,6 +14,8 @@
 #include "mblast/cuda_build.hpp"
 #include "mblast/error.hpp"
 #include "mblast/kb.hpp"
+#include "mblast/process.hpp"
+#include "mblast/python.hpp"
 #include "mblast/worker.hpp"
 
 namespace mblast {
@@ -155,6 +157,26 @@ nlohmann::json device_ceilings(const EvalOptions& options, const fs::path& cache
 }
 
 }  // namespace
+
+void export_kernelbench(const fs::path& candidate, const fs::path& out, const fs::path& python) {
+  const std::string text = read_file(candidate, "candidate");
+  std::string exported = text;
+  if (text.find("mblast_cuda") != std::string::npos) {
+    ProcessSpec spec;
+    spec.argv = {python.string(), "-m", "mblast_cuda", "export", fs::absolute(candidate).string()};
+    spec.env["PYTHONPATH"] = worker_directory().string();
+    spec.timeout = std::chrono::seconds(60);
+    auto result = run_process(spec);
+    if (!result.ok()) {
+      throw job_error("exporting " + candidate.string() + " failed (" + result.describe() +
+                      "): " + result.err);
+    }
+    exported = result.out;
+  }
+  std::ofstream file(out, std::ios::binary | std::ios::trunc);
+  file << exported;
+  if (!file) throw input_error("cannot write " + out.string(), "check the folder is writable");
+}
 
 fs::path default_cache_dir() {
   const char* cache = std::getenv("XDG_CACHE_HOME");
