@@ -16,7 +16,7 @@ std::optional<std::filesystem::path> find_torch_python(std::string* tried = null
 
 // The Python worker package folder (PYTHONPATH for `python3 -m mblast_worker`): $MBLAST_WORKER_DIR
 // if set, else the copy compiled into this binary, written once to
-// $XDG_CACHE_HOME/mblast/worker-<content hash> (~/.cache/...).
+// default_cache_dir()/worker-<content hash> ($XDG_CACHE_HOME/mblast, else ~/.cache/mblast).
 std::filesystem::path worker_directory();
 
 }  // namespace mblast

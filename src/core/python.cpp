@@ -8,6 +8,7 @@
 
 #include "mblast/embedded.hpp"
 #include "mblast/error.hpp"
+#include "mblast/eval.hpp"
 #include "mblast/kb.hpp"
 #include "mblast/process.hpp"
 
@@ -57,9 +58,8 @@ fs::path worker_directory() {
     all.append(file.path).push_back('\0');
     all.append(file.contents).push_back('\0');
   }
-  fs::path cache = env_or_empty("XDG_CACHE_HOME");
-  if (cache.empty()) cache = fs::path(env_or_empty("HOME")) / ".cache";
-  const fs::path target = cache / "mblast" / ("worker-" + sha256_hex(all).substr(0, 16));
+  const fs::path cache = default_cache_dir();
+  const fs::path target = cache / ("worker-" + sha256_hex(all).substr(0, 16));
   if (fs::exists(target / ".complete")) return target;
 
   // Written to a private folder first and renamed, so concurrent mblast processes never see a
