@@ -21,7 +21,9 @@ if str(WORKER_DIR) not in sys.path:
 
 import mblast_cuda  # noqa: E402
 
-CASES = {"relu_fast.py": "cuda_relu.py", "softmax_fast.py": "cuda_softmax.py"}
+# Candidate (relative to the repository root) -> problem in tests/problems.
+CASES = {"tests/candidates/cuda/relu_fast.py": "cuda_relu.py",
+         "benchmarks/examples/row_softmax_cuda.py": "cuda_softmax.py"}
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +52,7 @@ def check_against_problem(module: Dict[str, Any], problem_name: str) -> None:
 
 @pytest.mark.parametrize("candidate, problem", sorted(CASES.items()))
 def test_candidate_matches_reference(candidate: str, problem: str) -> None:
-    check_against_problem(run_file(ROOT / "tests" / "candidates" / "cuda" / candidate), problem)
+    check_against_problem(run_file(ROOT / candidate), problem)
 
 
 def test_passes_the_current_stream() -> None:
@@ -98,8 +100,8 @@ def test_launch_errors_and_error_codes_raise() -> None:
 
 @pytest.mark.parametrize("candidate, problem", sorted(CASES.items()))
 def test_kernelbench_export_runs_and_matches(candidate: str, problem: str, tmp_path: Path) -> None:
-    text = (ROOT / "tests" / "candidates" / "cuda" / candidate).read_text()
-    exported = tmp_path / candidate
+    text = (ROOT / candidate).read_text()
+    exported = tmp_path / Path(candidate).name
     exported.write_text(mblast_cuda.export_kernelbench(text))
     saved = sys.modules.pop("mblast_cuda")
     sys.path.remove(str(WORKER_DIR))
