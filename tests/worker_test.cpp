@@ -7,10 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -92,6 +94,26 @@ TEST(WorkerTest, PrestartedWorkerHidesStartup) {
   const WorkerOutcome second = pool.call({{"op", "echo"}}, seconds(30));
   ASSERT_TRUE(second.completed) << second.failure;
   EXPECT_LT(seconds_since(start), 0.5) << "the first call took " << first << " s";
+}
+
+TEST(WorkerTest, StartsNoWorkerAheadOnceToldNotTo) {
+  testing::TempDir scratch;
+  testing::TempDir logs;
+  const fs::path log = logs.path() / "starts.log";
+  WorkerConfig config = fake_config(scratch.path());
+  config.env["FAKE_WORKER_START_LOG"] = log.string();
+  auto starts = [&] {
+    std::ifstream in(log);
+    return std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n');
+  };
+  {
+    WorkerPool pool(config, 1);
+    ASSERT_TRUE(pool.call({{"op", "echo"}}, seconds(30)).completed);  // a replacement starts
+    pool.set_prestarted(0);
+    ASSERT_TRUE(pool.call({{"op", "echo"}}, seconds(30)).completed);  // takes it; no new one
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  EXPECT_EQ(starts(), 2);
 }
 
 TEST(WorkerTest, ReportsACrashAndKeepsWorking) {

@@ -70,6 +70,9 @@ class WorkerPool {
 
   // Starts one more worker in the background, beyond the `prestarted` ones.
   void prestart();
+  // Changes how many workers are kept started ahead; 0 before the last call, so that no worker
+  // is started only to be killed unused.
+  void set_prestarted(std::size_t prestarted);
 
   const std::string& sandbox() const { return sandbox_; }
 
@@ -86,7 +89,7 @@ class WorkerPool {
   std::unique_ptr<Worker> start_worker() const;
 
   const WorkerConfig config_;
-  const std::size_t prestarted_;
+  std::size_t prestarted_;  // guarded by mutex_
   std::string sandbox_;
 
   std::mutex mutex_;

@@ -297,6 +297,7 @@ std::vector<nlohmann::json> evaluate_all(const EvalOptions& options,
       ceilings = device_ceilings(options, cache_dir, workers);
       have_ceilings = true;
     }
+    if (&item == &pending.back()) workers.set_prestarted(0);  // nothing left to start one for
     judge(options, item, cache_dir, ceilings, workers);
     results.push_back(std::move(item.result));
   }

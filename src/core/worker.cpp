@@ -245,6 +245,12 @@ void WorkerPool::starter_loop() {
   }
 }
 
+void WorkerPool::set_prestarted(std::size_t prestarted) {
+  std::lock_guard lock(mutex_);
+  prestarted_ = prestarted;
+  want_more();
+}
+
 std::unique_ptr<WorkerPool::Worker> WorkerPool::take() {
   std::unique_lock lock(mutex_);
   ++waiting_;
