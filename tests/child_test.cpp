@@ -14,9 +14,14 @@
 #include <gtest/gtest.h>
 
 #include "mblast/error.hpp"
+#include "test_support.hpp"
 
 namespace mblast {
 namespace {
+
+using testing::no_children_left;
+using testing::process_gone;
+using testing::seconds_since;
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
@@ -29,27 +34,6 @@ ProcessSpec shell(const std::string& script) {
 }
 
 Clock::time_point in(Clock::duration duration) { return Clock::now() + duration; }
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Gone, or a zombie left for a reaper that is not us (PID 1 in a container may never reap).
-bool process_gone(pid_t pid) {
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    const std::size_t paren = text.rfind(')');
-    if (paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z') {
-      return true;
-    }
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return false;
-}
-
-bool no_children_left() { return ::waitpid(-1, nullptr, WNOHANG) == -1 && errno == ECHILD; }
 
 TEST(ChildTest, HoldsALineConversation) {
   Child child(shell("while read l; do echo \"got $l\"; done"));

@@ -17,6 +17,8 @@
 namespace mblast {
 namespace {
 
+using testing::ScopedEnv;
+
 using testing::TempDir;
 
 const char* const kRelu = R"(
@@ -28,32 +30,6 @@ extern "C" void relu(const float* x, float* y, long n, cudaStream_t stream) {
   relu_kernel<<<(n + 255) / 256, 256, 0, stream>>>(x, y, n);
 }
 )";
-
-// Sets an environment variable for one scope, restoring the old value afterwards.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      ::setenv(name, value->c_str(), 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 void write_script(const std::filesystem::path& path, const std::string& body) {
   std::ofstream(path) << "#!/bin/sh\n" << body << "\n";

@@ -7,9 +7,13 @@
 #include "llm/http.hpp"
 #include "llm_server.hpp"
 #include "mblast/llm.hpp"
+#include "test_support.hpp"
 
 namespace mblast {
 namespace {
+
+using testing::error_of;
+using testing::seconds_since;
 
 using testing::fast_llm_settings;
 using testing::hello_request;
@@ -28,20 +32,6 @@ std::map<std::string, std::optional<std::string>> env_for(const LlmTestServer& s
           {"OPENAI_BASE_URL", server.openai_base()},
           {"ANTHROPIC_API_KEY", kAnthropicKey},
           {"ANTHROPIC_BASE_URL", server.anthropic_base()}};
-}
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-Error error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no mblast::Error thrown";
-  return job_error("none");
 }
 
 TEST(LlmOpenAi, SendsTheWireFormatAndParsesTheAnswer) {

@@ -35,6 +35,8 @@
 
 #include "mblast/llm.hpp"
 
+#include "test_support.hpp"
+
 namespace mblast::testing {
 
 // Settings for tests: short waits, reproducible jitter.
@@ -342,35 +344,6 @@ class LlmTestServer {
   std::string openai_key_;
   std::string anthropic_key_;
   std::string answer_ = "pong";
-};
-
-// Sets (or, with nullopt, unsets) environment variables and restores them on destruction.
-class ScopedEnv {
- public:
-  explicit ScopedEnv(const std::map<std::string, std::optional<std::string>>& values) {
-    for (const auto& [name, value] : values) {
-      const char* old = std::getenv(name.c_str());
-      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-      set(name, value);
-    }
-  }
-  ScopedEnv(const std::string& name, const std::optional<std::string>& value)
-      : ScopedEnv(std::map<std::string, std::optional<std::string>>{{name, value}}) {}
-  ~ScopedEnv() {
-    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) set(it->first, it->second);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  static void set(const std::string& name, const std::optional<std::string>& value) {
-    if (value) {
-      ::setenv(name.c_str(), value->c_str(), 1);
-    } else {
-      ::unsetenv(name.c_str());
-    }
-  }
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
 
 // Routes spdlog's default logger into a string for the lifetime of the object.

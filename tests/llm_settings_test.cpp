@@ -10,6 +10,8 @@
 namespace mblast {
 namespace {
 
+using testing::error_of;
+
 using testing::ScopedEnv;
 using testing::TempDir;
 
@@ -28,16 +30,6 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 }
 
 std::filesystem::path default_config(const TempDir& dir) { return dir / "mblast" / "config.toml"; }
-
-Error error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no mblast::Error thrown";
-  return job_error("none");
-}
 
 TEST(LlmSettings, ProviderPrecedence) {
   TempDir dir;

@@ -17,9 +17,13 @@
 #include <gtest/gtest.h>
 
 #include "mblast/error.hpp"
+#include "test_support.hpp"
 
 namespace mblast {
 namespace {
+
+using testing::no_children_left;
+using testing::process_gone;
 
 ProcessSpec shell(const std::string& script) {
   ProcessSpec spec;
@@ -27,24 +31,6 @@ ProcessSpec shell(const std::string& script) {
   spec.timeout = std::chrono::seconds(30);
   return spec;
 }
-
-// A process is gone once it no longer exists or is a zombie waiting for a reaper that is not
-// us (PID 1 in a container may never reap it).
-bool process_gone(pid_t pid) {
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    const std::size_t paren = text.rfind(')');
-    if (paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z') {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
-
-bool no_children_left() { return ::waitpid(-1, nullptr, WNOHANG) == -1 && errno == ECHILD; }
 
 TEST(ProcessTest, ReportsExitCodes) {
   const ProcessResult ok = run_process(shell("exit 0"));

@@ -1,6 +1,14 @@
 #include "test_support.hpp"
 
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <iterator>
+#include <thread>
 
 #include <random>
 #include <stdexcept>
@@ -38,5 +46,35 @@ ProcessResult run_mblast(const std::vector<std::string>& args,
   spec.timeout = std::chrono::seconds(120);
   return run_process(spec);
 }
+
+Error error_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no mblast::Error thrown";
+  return job_error("none");
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+bool process_gone(pid_t pid) {
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const std::size_t paren = text.rfind(')');
+    if (paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z') {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+bool no_children_left() { return ::waitpid(-1, nullptr, WNOHANG) == -1 && errno == ECHILD; }
 
 }  // namespace mblast::testing

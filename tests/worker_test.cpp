@@ -24,6 +24,10 @@
 namespace mblast {
 namespace {
 
+using testing::no_children_left;
+using testing::process_gone;
+using testing::seconds_since;
+
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
@@ -37,27 +41,6 @@ WorkerConfig fake_config(const fs::path& scratch_root) {
   config.start_timeout = seconds(30);
   return config;
 }
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Gone, or a zombie left for a reaper that is not us (PID 1 in a container may never reap).
-bool process_gone(pid_t pid) {
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    const std::size_t paren = text.rfind(')');
-    if (paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z') {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
-
-bool no_children_left() { return ::waitpid(-1, nullptr, WNOHANG) == -1 && errno == ECHILD; }
 
 bool is_empty_dir(const fs::path& dir) { return fs::is_empty(dir); }
 
