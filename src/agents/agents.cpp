@@ -1,6 +1,7 @@
 // The actor and fix agents: one LLM call, then the candidate's files from the answer.
 #include "mblast/agents.hpp"
 #include "agents/format.hpp"
+#include "agents/request.hpp"
 
 namespace mblast {
 
@@ -9,14 +10,8 @@ namespace {
 AgentResult complete_candidate(LlmClient& client, const std::string& role,
                                std::vector<LlmMessage> messages, const AgentSampling& sampling,
                                const agents::BackendSpec& spec) {
-  LlmRequest request;
-  request.role_tag = role;
-  request.messages = std::move(messages);
-  request.max_tokens = sampling.max_tokens;
-  request.temperature = sampling.temperature;
-  request.seed = sampling.seed;
   AgentResult result;
-  result.response = client.complete(request);
+  result.response = client.complete(agents::request_for(role, std::move(messages), sampling));
   for (const auto& output : spec.outputs) {
     result.files.push_back(pick_code_block(result.response, output.file, output.language));
     result.files.back().file = output.file;

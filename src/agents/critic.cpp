@@ -6,24 +6,16 @@
 
 #include "agents/critic_edits.hpp"
 #include "agents/format.hpp"
+#include "agents/request.hpp"
 #include "mblast/agents.hpp"
 
 namespace mblast {
 
 namespace {
 
-constexpr std::size_t kMaxReasonChars = 600;
+using agents::request_for;
 
-LlmRequest request_for(const std::string& role, std::vector<LlmMessage> messages,
-                       const AgentSampling& sampling) {
-  LlmRequest request;
-  request.role_tag = role;
-  request.messages = std::move(messages);
-  request.max_tokens = sampling.max_tokens;
-  request.temperature = sampling.temperature;
-  request.seed = sampling.seed;
-  return request;
-}
+constexpr std::size_t kMaxReasonChars = 600;
 
 std::string repair_message(const std::vector<std::string>& errors, const std::string& shape) {
   std::string text = "Your answer could not be used:\n";
