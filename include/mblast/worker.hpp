@@ -96,6 +96,7 @@ class WorkerPool {
   std::condition_variable changed_;
   std::deque<Started> started_;
   std::size_t to_start_ = 0;  // requests the starter thread has not served yet
+  std::size_t starting_ = 0;  // workers the starter thread is starting right now
   std::size_t waiting_ = 0;   // calls waiting in take()
   bool stopping_ = false;
   std::thread starter_;  // last: it starts running once everything above is set up

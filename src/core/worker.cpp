@@ -216,7 +216,7 @@ void WorkerPool::prestart() {
 
 void WorkerPool::want_more() {
   const std::size_t wanted = waiting_ + prestarted_;
-  const std::size_t have = started_.size() + to_start_;
+  const std::size_t have = started_.size() + starting_ + to_start_;
   if (have >= wanted) return;
   to_start_ += wanted - have;
   changed_.notify_all();
@@ -232,6 +232,7 @@ void WorkerPool::starter_loop() {
     changed_.wait(lock, [this] { return stopping_ || to_start_ > 0; });
     if (stopping_) return;
     --to_start_;
+    ++starting_;
     lock.unlock();
     Started next;
     try {
@@ -240,6 +241,7 @@ void WorkerPool::starter_loop() {
       next.error = std::current_exception();
     }
     lock.lock();
+    --starting_;
     started_.push_back(std::move(next));
     changed_.notify_all();
   }
