@@ -125,6 +125,28 @@ TEST(LlmCassette, AuthoredExchangesNeedNoKeyAndRunOut) {
   }
 }
 
+TEST(LlmCassette, AuthoredMatchersAnswerByRoleAndContentInFileOrder) {
+  TempDir dir;
+  std::ofstream(dir / "match.jsonl")
+      << R"({"match": {"role_tag": "actor", "contains": ["softmax", "speedup"]}, )"
+      << R"("response": {"text": "actor one"}, "note": "authored"})"
+      << "\n"
+      << R"({"match": {"role_tag": "actor"}, "response": {"text": "actor two"}})"
+      << "\n"
+      << R"({"match": {"role_tag": "fix", "contains": "SyntaxError"}, )"
+      << R"("response": {"text": "the fix"}})"
+      << "\n";
+  auto replay = make_llm_client("replay:" + (dir / "match.jsonl").string(), LlmSettings{});
+  // Content that differs from run to run (timings) does not matter; the needles do.
+  EXPECT_EQ(replay->complete(hello_request("actor", "row softmax, speedup 1.07x")).text,
+            "actor one");
+  EXPECT_EQ(replay->complete(hello_request("actor", "row softmax, speedup 1.31x")).text,
+            "actor two");
+  EXPECT_THROW(replay->complete(hello_request("fix", "NameError: x")), Error);
+  EXPECT_EQ(replay->complete(hello_request("fix", "SyntaxError: invalid syntax")).text, "the fix");
+  EXPECT_THROW(replay->complete(hello_request("actor", "softmax speedup")), Error);  // all used
+}
+
 TEST(LlmCassette, BadCassettesAreUsageErrors) {
   TempDir dir;
   std::ofstream(dir / "bad.jsonl")

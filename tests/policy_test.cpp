@@ -250,5 +250,54 @@ TEST(OperatorSelector, StallsMoveWorkToTheNextSlot) {
   EXPECT_THROW(select_slot({}, config), Error);
 }
 
+TEST(Slots, SingleOpProblemHasOneModelSlot) {
+  const nlohmann::json signature = {{"regions",
+                                     {{{"name", "aten::_softmax"}, {"share", 0.97}},
+                                      {{"name", "aten::empty"}, {"share", 0.03}}}}};
+  const auto slots = slots_from_signature(signature, true);
+  ASSERT_EQ(slots.size(), 1u);
+  EXPECT_EQ(slots[0].id, "model");
+  EXPECT_DOUBLE_EQ(slots[0].time_share, 1.0);
+}
+
+TEST(Slots, MultiOpProblemGetsOpSlotsLargestFirstAndAModelSlot) {
+  const nlohmann::json signature = {{"ops", {{{"name", "aten::clamp_min"}, {"share", 0.9}}}},
+                                    {"regions",
+                                     {{{"name", "aten::add"}, {"share", 0.1}},
+                                      {{"name", "aten::conv2d"}, {"share", 0.7}},
+                                      {{"name", "aten::relu"}, {"share", 0.17}},
+                                      {{"name", "aten::view"}, {"share", 0.03}}}}};
+  const auto slots = slots_from_signature(signature, true);
+  ASSERT_EQ(slots.size(), 4u);  // regions win over ops; view is under min_share
+  EXPECT_EQ(slots[0].id, "model");
+  EXPECT_DOUBLE_EQ(slots[0].time_share, 0.3);  // 1 - the largest op's share
+  EXPECT_EQ(slots[1].id, "aten::conv2d");
+  EXPECT_EQ(slots[2].id, "aten::relu");
+  EXPECT_EQ(slots[3].id, "aten::add");
+  EXPECT_EQ(select_slot(slots, OperatorSelectorConfig{}), 1u);  // the conv goes first
+  // Without per-op work (no LLM: only whole-model built-ins), the model alone.
+  EXPECT_EQ(slots_from_signature(signature, false).size(), 1u);
+  // The model slot keeps a floor when one op dominates.
+  const nlohmann::json dominated = {
+      {"regions",
+       {{{"name", "aten::mm"}, {"share", 0.95}}, {{"name", "aten::add"}, {"share", 0.05}}}}};
+  EXPECT_DOUBLE_EQ(slots_from_signature(dominated, true)[0].time_share, 0.2);
+}
+
+TEST(Reward, CorrectnessGatedLogSpeedupOverTheCurrentBest) {
+  EXPECT_DOUBLE_EQ(step_reward(true, 2.0, 1.0), std::log(2.0));
+  EXPECT_DOUBLE_EQ(step_reward(true, 1.5, 3.0), std::log(0.5));  // slower than the best: < 0
+  EXPECT_DOUBLE_EQ(step_reward(false, 5.0, 1.0), -1.0);          // wrong answers earn nothing
+  EXPECT_DOUBLE_EQ(step_reward(true, std::nullopt, 1.0, -2.0), -2.0);
+  EXPECT_DOUBLE_EQ(step_reward(true, 0.0, 1.0), -1.0);
+}
+
+TEST(Reward, SignatureNumbersOnly) {
+  const auto numbers =
+      signature_from_json({{"kernel_count", 3}, {"ops", nlohmann::json::array()}, {"name", "x"}});
+  ASSERT_EQ(numbers.size(), 1u);
+  EXPECT_DOUBLE_EQ(numbers.at("kernel_count"), 3.0);
+}
+
 }  // namespace
 }  // namespace mblast

@@ -220,6 +220,17 @@ struct CriticOutcome {
 CriticOutcome run_critic(LlmClient& client, const CriticContext& context, KnowledgeBase& kb,
                          const std::string& attempt_id);
 
+// run_critic in two halves, so that the LLM call stays outside the step's KB transaction:
+// ask_critic asks and validates (writes nothing), apply_critic writes the valid edits.
+struct CriticVerdict {
+  std::vector<nlohmann::json> valid;  // validated edits, ready to apply
+  std::vector<std::string> rejected_reasons;
+  int llm_calls = 0;
+};
+CriticVerdict ask_critic(LlmClient& client, const CriticContext& context, const KnowledgeBase& kb);
+CriticOutcome apply_critic(const CriticVerdict& verdict, KnowledgeBase& kb,
+                           const std::string& attempt_id, const std::string& backend);
+
 // The critic without an LLM: judges the last trajectory step from its measurements and records
 // support or refute on the claim "T helps in S on B" for its (state, technique, backend).
 CriticOutcome rule_based_critic(const CriticContext& context, KnowledgeBase& kb,

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace mblast {
+#include "mblast/worker.hpp"
 
-class WorkerPool;
+namespace mblast {
 
 struct EvalOptions {
   std::filesystem::path problem;
@@ -58,6 +58,11 @@ nlohmann::json latency_summary(const std::vector<nlohmann::json>& results);
 // already one and is copied. Throws mblast::Error when the export fails.
 void export_kernelbench(const std::filesystem::path& candidate, const std::filesystem::path& out,
                         const std::filesystem::path& python);
+
+// The worker configuration for judging with `options` under `python` (a Python with PyTorch):
+// the worker package, the device, per-worker scratch folders and the CUDA build cache.
+// options.cache_dir must be set.
+WorkerConfig eval_worker_config(const EvalOptions& options, const std::filesystem::path& python);
 
 // The cache folder used when EvalOptions::cache_dir is empty.
 std::filesystem::path default_cache_dir();

@@ -104,4 +104,29 @@ double slot_priority(const Slot& slot, int total_visits, const OperatorSelectorC
 // The slot with the highest priority (ties: the first). Throws mblast::Error for no slots.
 std::size_t select_slot(const std::vector<Slot>& slots, const OperatorSelectorConfig& config);
 
+// Slots from a profile signature's top-level op time shares ("regions": [{"name", "share"}, ...],
+// else "ops"):
+//  - always "model", the whole forward, where whole-model techniques (built-ins, fusion) apply;
+//  - with per_op_slots, one slot per op of at least min_share of the time (the largest
+//    max_op_slots), when there are two or more; a single-op problem keeps "model" alone.
+// "model" has time share 1 alone, else max(model_floor, 1 - the largest op's share), so the
+// dominant op is worked on first and the whole model still gets its turns.
+struct SlotConfig {
+  double min_share = 0.05;
+  std::size_t max_op_slots = 4;
+  double model_floor = 0.2;
+};
+std::vector<Slot> slots_from_signature(const nlohmann::json& signature, bool per_op_slots,
+                                       const SlotConfig& config = {});
+
+// ---- Reward ------------------------------------------------------------------------------------
+
+// Correctness-gated (DESIGN.md §3): a correct candidate earns log(speedup / best_before), where
+// both speedups are over the same eager baseline; anything else earns failure_reward.
+double step_reward(bool correct, std::optional<double> speedup, double best_before,
+                   double failure_reward = -1.0);
+
+// The numbers of a signature object as the classifier's Signature (lists such as "ops" dropped).
+Signature signature_from_json(const nlohmann::json& signature);
+
 }  // namespace mblast

@@ -56,32 +56,45 @@ std::string step_note(const CriticContext& c, const TrajectoryStep& step, const 
 
 }  // namespace
 
-CriticOutcome run_critic(LlmClient& client, const CriticContext& context, KnowledgeBase& kb,
-                         const std::string& attempt_id) {
-  CriticOutcome outcome;
+CriticVerdict ask_critic(LlmClient& client, const CriticContext& context, const KnowledgeBase& kb) {
+  CriticVerdict verdict;
   agents::ValidatedEdits last;
   int validated_call = 0;
   auto errors =
       ask_with_repair(client, request_for("critic", render_critic(context), context.sampling),
-                      "{\"edits\": [...]}", outcome.llm_calls, [&](const nlohmann::json& answer) {
+                      "{\"edits\": [...]}", verdict.llm_calls, [&](const nlohmann::json& answer) {
                         last = agents::validate_edits(answer, kb);
-                        validated_call = outcome.llm_calls;
+                        validated_call = verdict.llm_calls;
                         return last.errors;
                       });
   // The valid edits of the final answer are applied even when others in it were rejected.
-  if (validated_call != outcome.llm_calls || !last.document_ok) last.valid.clear();
+  if (validated_call != verdict.llm_calls || !last.document_ok) last.valid.clear();
   for (const auto& error : errors) {
-    spdlog::warn("critic: rejected after {} answers: {}", outcome.llm_calls, error);
-    outcome.rejected_reasons.push_back(error);
+    spdlog::warn("critic: rejected after {} answers: {}", verdict.llm_calls, error);
+    verdict.rejected_reasons.push_back(error);
   }
-  if (last.valid.empty()) return outcome;
+  verdict.valid = std::move(last.valid);
+  return verdict;
+}
+
+CriticOutcome apply_critic(const CriticVerdict& verdict, KnowledgeBase& kb,
+                           const std::string& attempt_id, const std::string& backend) {
+  CriticOutcome outcome;
+  outcome.llm_calls = verdict.llm_calls;
+  outcome.rejected_reasons = verdict.rejected_reasons;
+  if (verdict.valid.empty()) return outcome;
   try {
-    outcome.accepted = agents::apply_edits(last.valid, kb, attempt_id, context.backend);
+    outcome.accepted = agents::apply_edits(verdict.valid, kb, attempt_id, backend);
   } catch (const std::exception& error) {
     spdlog::warn("critic: the KB did not take the edits: {}", error.what());
     outcome.rejected_reasons.push_back(std::string("applying the edits failed: ") + error.what());
   }
   return outcome;
+}
+
+CriticOutcome run_critic(LlmClient& client, const CriticContext& context, KnowledgeBase& kb,
+                         const std::string& attempt_id) {
+  return apply_critic(ask_critic(client, context, kb), kb, attempt_id, context.backend);
 }
 
 // Support at a 2% gain, refute on a failure or a 2% loss: timing noise is about that size.

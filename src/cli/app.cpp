@@ -55,6 +55,7 @@ int run(int argc, char** argv) {
                  "$XDG_DATA_HOME/mblast/kb.sqlite, else ~/.local/share/mblast/kb.sqlite)");
 
   Action action;
+  register_optimize(app, globals, action);
   register_kb(app, globals, action);
   register_eval(app, globals, action);
   register_doctor(app, globals, action);

@@ -24,6 +24,7 @@ void register_kb(CLI::App& app, Globals& globals, Action& action);
 void register_doctor(CLI::App& app, Globals& globals, Action& action);
 void register_eval(CLI::App& app, Globals& globals, Action& action);
 void register_llm(CLI::App& app, Globals& globals, Action& action);
+void register_optimize(CLI::App& app, Globals& globals, Action& action);
 
 // Parses argv, runs the chosen subcommand, maps errors to exit codes (0 / 1 / 2).
 int run(int argc, char** argv);

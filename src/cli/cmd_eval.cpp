@@ -203,13 +203,7 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
       if (options.cache_dir.empty()) options.cache_dir = default_cache_dir();
       // Absolute: workers run in their own temporary directories.
       options.cache_dir = std::filesystem::absolute(options.cache_dir);
-      WorkerConfig config;
-      config.python = *python;
-      // The worker's mblast_cuda.load() finds the shared objects built here by their key.
-      config.env["MBLAST_CUDA_CACHE"] = (options.cache_dir / "cuda").string();
-      config.worker_dir = worker_directory();
-      config.device = options.device;
-      config.scratch_root = std::filesystem::temp_directory_path();
+      const WorkerConfig config = eval_worker_config(options, *python);
       // Workers kept pre-started (one by default): the first imports torch while the CUDA
       // sources compile, and each taken worker's replacement starts while it evaluates, ready
       // for the next candidate. No more than the candidates need.

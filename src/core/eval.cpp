@@ -324,4 +324,15 @@ nlohmann::json latency_summary(const std::vector<nlohmann::json>& results) {
   return summary;
 }
 
+WorkerConfig eval_worker_config(const EvalOptions& options, const fs::path& python) {
+  WorkerConfig config;
+  config.python = python;
+  // The worker's mblast_cuda.load() finds the shared objects built here by their key.
+  config.env["MBLAST_CUDA_CACHE"] = (options.cache_dir / "cuda").string();
+  config.worker_dir = worker_directory();
+  config.device = options.device;
+  config.scratch_root = fs::temp_directory_path();
+  return config;
+}
+
 }  // namespace mblast

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -69,6 +70,40 @@ std::string last_user_message(const LlmRequest& request) {
   return "";
 }
 
+// An authored answer for the first unused request of `role_tag` whose messages contain every
+// string of `contains` (all requests of the role when it is empty).
+struct Matcher {
+  std::string role_tag;
+  std::vector<std::string> contains;
+  LlmResponse response;
+  bool used = false;
+
+  bool matches(const LlmRequest& request) const {
+    if (!role_tag.empty() && request.role_tag != role_tag) return false;
+    for (const auto& needle : contains) {
+      const bool found = std::any_of(request.messages.begin(), request.messages.end(),
+                                     [&](const LlmMessage& message) {
+                                       return message.content.find(needle) != std::string::npos;
+                                     });
+      if (!found) return false;
+    }
+    return true;
+  }
+};
+
+Matcher matcher_from_json(const nlohmann::json& match, LlmResponse response) {
+  Matcher matcher;
+  matcher.role_tag = match.value("role_tag", "");
+  const auto contains = match.value("contains", nlohmann::json::array());
+  if (contains.is_string()) {
+    matcher.contains.push_back(contains.get<std::string>());
+  } else {
+    matcher.contains = contains.get<std::vector<std::string>>();
+  }
+  matcher.response = std::move(response);
+  return matcher;
+}
+
 class ReplayClient final : public LlmClient {
  public:
   explicit ReplayClient(std::filesystem::path path) : path_(std::move(path)) {
@@ -82,15 +117,23 @@ class ReplayClient final : public LlmClient {
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
       try {
         const nlohmann::json exchange = nlohmann::json::parse(line);
+        if (exchange.contains("match")) {
+          matchers_.push_back(
+              matcher_from_json(exchange.at("match"), response_from_json(exchange.at("response"))));
+          continue;
+        }
         // An authored exchange may leave out the key; it follows from the request.
         const std::string key = exchange.contains("request")
                                     ? cassette_key(request_from_json(exchange["request"]))
                                     : exchange.at("key").get<std::string>();
         exchanges_[key].push_back(response_from_json(exchange.at("response")));
       } catch (const nlohmann::json::exception& e) {
-        throw llm_input_error("cassette " + path_.string() + " line " + std::to_string(number) +
-                                  " is not a valid exchange: " + e.what(),
-                              "each line is {\"request\": {...}, \"response\": {\"text\": ...}}");
+        throw llm_input_error(
+            "cassette " + path_.string() + " line " + std::to_string(number) +
+                " is not a valid exchange: " + e.what(),
+            "each line is {\"request\": {...}, \"response\": {\"text\": ...}}, or "
+            "{\"match\": {\"role_tag\": ..., \"contains\": [...]}, "
+            "\"response\": {...}} for an authored answer");
       }
     }
   }
@@ -100,7 +143,15 @@ class ReplayClient final : public LlmClient {
     std::lock_guard lock(mutex_);
     const auto found = exchanges_.find(key);
     std::size_t& used = used_[key];
-    if (found == exchanges_.end() || used >= found->second.size()) {
+    if (found != exchanges_.end() && used < found->second.size()) return found->second[used++];
+    // Prompts carry measured times, so authored answers match by role and content instead.
+    for (Matcher& matcher : matchers_) {
+      if (!matcher.used && matcher.matches(request)) {
+        matcher.used = true;
+        return matcher.response;
+      }
+    }
+    {
       const std::string held =
           found == exchanges_.end()
               ? "has no answer for"
@@ -112,7 +163,6 @@ class ReplayClient final : public LlmClient {
           "record this run with a live provider (--llm PROVIDER:MODEL --llm-record FILE), or "
           "add the exchange to the cassette with \"note\": \"authored\"");
     }
-    return found->second[used++];
   }
 
   std::string name() const override { return "replay:" + path_.string(); }
@@ -121,6 +171,7 @@ class ReplayClient final : public LlmClient {
   std::filesystem::path path_;
   std::map<std::string, std::vector<LlmResponse>> exchanges_;  // key -> answers in file order
   std::map<std::string, std::size_t> used_;
+  std::vector<Matcher> matchers_;  // authored answers in file order, each used once
   std::mutex mutex_;
 };
 

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from conftest import WORKER_DIR, eval_request, evaluate, problem, worker_env
-from mblast_builtin import TRANSFORMS, make_candidate
+from mblast_builtin import TRANSFORMS, make_candidate, make_candidate_over
 
 SEED_TRANSFORMS = {"cuda_graph", "torch_compile", "torch_compile_max_autotune", "torch_compile_cudagraphs",
-                   "channels_last", "cudnn_benchmark", "tf32", "bf16_autocast"}
+                   "channels_last", "cudnn_benchmark", "tf32", "bf16_autocast", "reference"}
 
 
 def candidate_for(transform: str, problem_name: str, tmp_path: Path) -> str:
@@ -44,6 +44,36 @@ def test_unknown_transform_is_refused(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-m", "mblast_builtin", "warp_drive", problem("relu_small")],
                          capture_output=True, text=True, env=worker_env(), cwd=str(WORKER_DIR))
     assert run.returncode == 2 and "unknown built-in transform" in run.stderr
+
+
+def test_reference_transform_is_the_reference_itself(tmp_path: Path) -> None:
+    resp = evaluate(eval_request(problem("conv_small"), candidate_for("reference", "conv_small", tmp_path)), tmp_path)
+    assert resp["correct"] is True, (resp["error"], resp["flags"])
+    assert resp["max_abs_err"] == pytest.approx(resp["eager_max_abs_err"], rel=1e-6, abs=1e-12)
+
+
+def test_transform_over_a_candidate_keeps_its_source_and_wraps_its_model(tmp_path: Path) -> None:
+    base_text = make_candidate(Path(problem("conv_small")).read_text(), "channels_last")
+    over = make_candidate_over(base_text, "cudnn_benchmark")
+    assert over.startswith(base_text.rstrip("\n"))  # verbatim: CUDA sources in it still build
+    path = tmp_path / "over.py"
+    path.write_text(over)
+    namespace: dict = {}
+    exec(compile(over, str(path), "exec"), namespace)
+    bases = [c.__name__ for c in namespace["ModelNew"].__mro__]
+    assert bases[:3] == ["ModelNew", "ModelNew", "Model"]  # cudnn over channels-last over Model
+    resp = evaluate(eval_request(problem("conv_small"), str(path)), tmp_path)
+    assert resp["correct"] is True, (resp["error"], resp["flags"])
+
+
+def test_transform_over_a_file_without_model_new_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no ModelNew"):
+        make_candidate_over("x = 1\n", "cuda_graph")
+    path = tmp_path / "plain.py"
+    path.write_text("x = 1\n")
+    run = subprocess.run([sys.executable, "-m", "mblast_builtin", "--over", "cuda_graph", str(path)],
+                         capture_output=True, text=True, env=worker_env(), cwd=str(WORKER_DIR))
+    assert run.returncode == 2 and "no ModelNew" in run.stderr
 
 
 @pytest.mark.parametrize("transform", ["channels_last", "cudnn_benchmark"])

@@ -22,6 +22,17 @@ def test_profile_counts_ops_per_forward() -> None:
     assert profiled["busy_ms"] > 0
 
 
+def test_regions_are_top_level_ops_with_their_callees() -> None:
+    model = _Chain()
+    x = torch.randn(64, 256)
+    profiled = profile_forward(lambda: model(x), torch.device("cpu"), runs=3)
+    assert "aten::clamp_min" in profiled["ops"] or "aten::relu" in profiled["ops"]
+    assert set(profiled["regions"]) == {"aten::mul", "aten::add", "aten::relu", "aten::sum"}
+    sig = build_signature(profiled, total_ms=1.0, flops=None, min_bytes=None, bandwidth_gbs=None,
+                          peak_tflops=None, on_gpu=False)
+    assert abs(sum(r["share"] for r in sig["regions"]) - 1.0) < 1e-9
+
+
 def test_signature_has_classifier_metrics_and_shares() -> None:
     profiled = {"ops": {"aten::mm": (0.6, 1), "aten::relu": (0.2, 1)}, "kernels": {},
                 "busy_ms": 0.8, "span_ms": 0.0}

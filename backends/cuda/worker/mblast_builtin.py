@@ -15,7 +15,14 @@ the seed catalogue's built-in techniques (kb_schema/seed/techniques.json):
   tf32                        TF32 matrix math during the forward (needs the precision policy's leave)
   bf16_autocast               autocast to bfloat16, outputs cast back (needs the policy's leave)
 
-Run as `python3 -m mblast_builtin TRANSFORM PROBLEM.py > CANDIDATE.py`.
+Besides the problem's Model, a transform can wrap an existing candidate's ModelNew
+(`make_candidate_over`): the candidate's source is kept verbatim, so the CUDA sources in it still
+build, and the transform's ModelNew subclasses it. That is how built-in transforms combine with
+LLM kernels (a CUDA graph over a model that calls custom kernels). `reference` is no technique:
+the reference itself as a candidate, which the loop judges and profiles as its baseline.
+
+Run as `python3 -m mblast_builtin TRANSFORM PROBLEM.py > CANDIDATE.py`, or
+`python3 -m mblast_builtin --over TRANSFORM CANDIDATE.py > NEW.py`.
 """
 
 from __future__ import annotations
@@ -31,7 +38,18 @@ _PROBLEM_SOURCE = {source!r}
 _problem: dict = {{}}
 exec(compile(_PROBLEM_SOURCE, "<problem>", "exec"), _problem)
 _Base = _problem["Model"]
+'''
 
+_OVER_HEADER = '''
+
+# ---- Built-in technique "{transform}", added by mblast over the candidate above: a deterministic
+# transform of its ModelNew, not code written by a model.
+import torch
+
+_Base = ModelNew
+'''
+
+_HELPERS = '''
 
 def _map(value, fn):
     if isinstance(value, torch.Tensor):
@@ -43,6 +61,10 @@ def _map(value, fn):
 '''
 
 _BODIES: Dict[str, str] = {
+    "reference": '''
+class ModelNew(_Base):
+    pass
+''',
     "cuda_graph": '''
 class ModelNew(_Base):
     def __init__(self, *args, **kwargs):
@@ -56,11 +78,11 @@ class ModelNew(_Base):
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(2):  # warm-up outside the graph: lazy initialisation, autotuning
-                _Base.forward(self, *self._static_in)
+                super().forward(*self._static_in)
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            self._static_out = _Base.forward(self, *self._static_in)
+            self._static_out = super().forward(*self._static_in)
         self._graph = graph
 
     def forward(self, *inputs):
@@ -79,7 +101,8 @@ class ModelNew(_Base):
 class ModelNew(_Base):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._compiled = torch.compile(lambda *x: _Base.forward(self, *x){mode})
+        base_forward = super().forward  # bound now: the module's names may be rebound later
+        self._compiled = torch.compile(lambda *x: base_forward(*x){mode})
 
     def forward(self, *inputs):
         return self._compiled(*inputs)
@@ -95,7 +118,7 @@ class ModelNew(_Base):
         self.to(memory_format=torch.channels_last)
 
     def forward(self, *inputs):
-        out = _Base.forward(self, *[_map(x, _to_channels_last) for x in inputs])
+        out = super().forward(*[_map(x, _to_channels_last) for x in inputs])
         return _map(out, lambda t: t.contiguous())
 ''',
     "cudnn_benchmark": '''
@@ -104,7 +127,7 @@ class ModelNew(_Base):
         previous = torch.backends.cudnn.benchmark
         torch.backends.cudnn.benchmark = True
         try:
-            return _Base.forward(self, *inputs)
+            return super().forward(*inputs)
         finally:
             torch.backends.cudnn.benchmark = previous
 ''',
@@ -114,7 +137,7 @@ class ModelNew(_Base):
         matmul, cudnn = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
         try:
-            return _Base.forward(self, *inputs)
+            return super().forward(*inputs)
         finally:
             torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul, cudnn
 ''',
@@ -123,7 +146,7 @@ class ModelNew(_Base):
     def forward(self, *inputs):
         device = next((x.device.type for x in inputs if isinstance(x, torch.Tensor)), "cuda")
         with torch.autocast(device_type=device, dtype=torch.bfloat16):
-            out = _Base.forward(self, *inputs)
+            out = super().forward(*inputs)
         return _map(out, lambda t: t.float() if t.is_floating_point() else t)
 ''',
 }
@@ -137,27 +160,42 @@ _COMPILE_MODES = {
 TRANSFORMS = tuple(sorted(set(_BODIES) - {"torch_compile"} | set(_COMPILE_MODES)))
 
 
+def _body(transform: str) -> str:
+    if transform in _COMPILE_MODES:
+        return _BODIES["torch_compile"].replace("{mode}", _COMPILE_MODES[transform])
+    if transform in _BODIES:
+        return _BODIES[transform]
+    raise ValueError(f"unknown built-in transform {transform!r}; known: {', '.join(TRANSFORMS)}")
+
+
 def make_candidate(problem_source: str, transform: str) -> str:
     """The candidate file for `transform` applied to the problem whose source is given."""
-    if transform in _COMPILE_MODES:
-        body = _BODIES["torch_compile"].replace("{mode}", _COMPILE_MODES[transform])
-    elif transform in _BODIES:
-        body = _BODIES[transform]
-    else:
-        raise ValueError(f"unknown built-in transform {transform!r}; known: {', '.join(TRANSFORMS)}")
-    return _HEADER.format(transform=transform, source=problem_source) + body
+    body = _body(transform)
+    return _HEADER.format(transform=transform, source=problem_source) + _HELPERS + body
+
+
+def make_candidate_over(candidate_source: str, transform: str) -> str:
+    """The candidate file for `transform` applied to the ModelNew of an existing candidate."""
+    body = _body(transform)
+    if "ModelNew" not in candidate_source:
+        raise ValueError("the candidate defines no ModelNew to build on")
+    return candidate_source.rstrip("\n") + "\n" + _OVER_HEADER.format(transform=transform) + _HELPERS + body
 
 
 def main(argv: list[str]) -> int:
+    over = bool(argv) and argv[0] == "--over"
+    if over:
+        argv = argv[1:]
     if len(argv) != 2:
-        print(f"usage: python3 -m mblast_builtin TRANSFORM PROBLEM.py  (TRANSFORM: {', '.join(TRANSFORMS)})",
-              file=sys.stderr)
+        print("usage: python3 -m mblast_builtin [--over] TRANSFORM FILE.py  "
+              f"(TRANSFORM: {', '.join(TRANSFORMS)})", file=sys.stderr)
         return 2
     transform, path = argv
     try:
         with open(path, encoding="utf-8") as f:
             source = f.read()
-        sys.stdout.write(make_candidate(source, transform))
+        make = make_candidate_over if over else make_candidate
+        sys.stdout.write(make(source, transform))
     except (OSError, ValueError) as exc:
         print(f"mblast_builtin: {exc}", file=sys.stderr)
         return 2

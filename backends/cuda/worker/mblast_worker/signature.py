@@ -2,7 +2,9 @@
 
 A signature is a flat dict of metric name -> number, using the names of the seed states'
 conditions (kb_schema/seed/states.json), plus `ops` and `kernels`: the per-op and per-kernel time
-shares of one forward, largest first, which the operator selector turns into slots. Metrics the
+shares of one forward, largest first, and `regions`: the top-level ops of the forward (an op
+called by another op, like the clamp_min inside relu, counts towards its caller) with their
+inclusive times, which the operator selector turns into slots. Metrics the
 profiler cannot give on this device are left out (a condition on a missing metric is false).
 """
 
@@ -53,8 +55,10 @@ def profile_forward(forward: Callable[[], Any], device: torch.device, runs: int 
             if on_gpu:
                 torch.cuda.synchronize(device)
     ops: Dict[str, Tuple[float, int]] = {}
+    regions: Dict[str, Tuple[float, int]] = {}
     kernels: Dict[str, Tuple[float, int]] = {}
     kernel_spans: List[Tuple[float, float]] = []
+    last_top: Dict[Any, Tuple[float, float]] = {}
     for event in prof.events():
         device_type = str(getattr(event, "device_type", "")).split(".")[-1]
         if on_gpu and device_type == "CUDA":
@@ -67,14 +71,28 @@ def profile_forward(forward: Callable[[], Any], device: torch.device, runs: int 
             ms = _event_ms(event, "self_cpu_time_total")
             total, count = ops.get(event.name, (0.0, 0))
             ops[event.name] = (total + ms, count + 1)
+            # Top-level: it does not start inside the last top-level op of its thread (ops run
+            # synchronously, so one that starts inside another is its callee). Not cpu_parent:
+            # its tree breaks at microsecond resolution, where relu and its clamp_min often
+            # start together and the callee can end a microsecond after its caller.
+            span = (float(event.time_range.start), float(event.time_range.end))
+            top = last_top.get(event.thread)
+            if top is None or not (top[0] <= span[0] < top[1] or span == (top[1], top[1])):
+                last_top[event.thread] = span
+                inclusive = (_event_ms(event, "device_time_total") or _event_ms(event, "cuda_time_total")
+                             if on_gpu else _event_ms(event, "cpu_time_total"))
+                total, count = regions.get(event.name, (0.0, 0))
+                regions[event.name] = (total + inclusive, count + 1)
     per_run = {name: (ms / runs, count // runs) for name, (ms, count) in ops.items()}
+    per_run_regions = {name: (ms / runs, count // runs) for name, (ms, count) in regions.items()}
     per_run_kernels = {name: (ms / runs, count // runs) for name, (ms, count) in kernels.items()}
     busy_ms = sum(ms for ms, _ in per_run_kernels.values()) if on_gpu else sum(
         ms for ms, _ in per_run.values())
     span_ms = 0.0
     if kernel_spans:
         span_ms = (max(end for _, end in kernel_spans) - min(start for start, _ in kernel_spans)) / runs
-    return {"ops": per_run, "kernels": per_run_kernels, "busy_ms": busy_ms, "span_ms": span_ms}
+    return {"ops": per_run, "regions": per_run_regions, "kernels": per_run_kernels, "busy_ms": busy_ms,
+            "span_ms": span_ms}
 
 
 def build_signature(
@@ -117,4 +135,7 @@ def build_signature(
     shares_base = float(profiled["busy_ms"]) or total_ms
     sig["ops"] = [vars(s) for s in _shares(ops, shares_base if not on_gpu else total_ms)]
     sig["kernels"] = [vars(s) for s in _shares(kernels, shares_base)]
+    regions: Dict[str, Tuple[float, int]] = profiled.get("regions", {})
+    region_total = sum(ms for ms, _ in regions.values())
+    sig["regions"] = [vars(s) for s in _shares(regions, region_total)]
     return sig

@@ -1,0 +1,75 @@
+#pragma once
+// `mblast optimize`: the MAIC-RL loop of DESIGN.md §1 over one problem. Each step picks a slot,
+// classifies its state, picks a technique by UCB over the KB, has the actor (or a built-in
+// transform) write a candidate, repairs it with the fix agent when it fails, judges it, and
+// writes the reward, the critic's claims and the implementation to the KB in one transaction.
+// Everything a run produces lives in its run directory, which is enough to resume it.
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mblast {
+
+struct OptimizeOptions {
+  std::filesystem::path problem;
+  std::string backend = "cuda";
+  std::string device = "cuda";  // "cuda", "cuda:N" or "cpu" (plain PyTorch candidates)
+  std::string llm;              // --llm spec; empty: $MBLAST_LLM, the config file, the keys
+  std::optional<std::filesystem::path> llm_config;
+  std::string llm_record;  // append every LLM exchange to this cassette
+  int iterations = 10;
+  int steps = 10;        // rollout steps per iteration
+  int fix_attempts = 3;  // repairs of a failing LLM candidate
+  std::vector<std::string> techniques;  // restrict the selector to these ids (empty: all)
+  std::optional<int> max_evaluations;
+  std::optional<double> time_limit_minutes;
+  std::optional<std::int64_t> max_tokens;
+  std::optional<double> max_cost_usd;
+  double atol = 1e-4;
+  double rtol = 1e-4;
+  bool strict_tolerance = false;
+  bool allow_tf32 = false;
+  bool allow_bf16 = false;
+  std::uint64_t seed = 1;
+  int verify_seeds = 5;
+  int timing_runs = 30;
+  std::chrono::seconds eval_timeout{600};
+  std::filesystem::path kb;
+  std::filesystem::path out;  // the run directory; empty: ./mblast-runs/<task>-<time>
+  std::filesystem::path cache_dir;
+  int prestart = 1;
+};
+
+// What the loop reports while it runs, for the progress line and logs.
+struct ProgressEvent {
+  std::string kind;  // "start", "baseline", "step", "note", "end"
+  nlohmann::json data;
+};
+using ProgressFn = std::function<void(const ProgressEvent&)>;
+
+// Runs a new loop. The returned object is DESIGN.md §8's optimize --json result: best_speedup,
+// correct, evaluations, run_dir, tokens, cost_usd, plus status, stop_reason, steps, best file,
+// baseline and LLM details. Throws mblast::Error (exit 2) for unusable input.
+nlohmann::json optimize(OptimizeOptions options, const ProgressFn& progress);
+
+// Continues the run in `run_dir` with the options it was started with; finished steps and
+// evaluations are not repeated. `overrides` (keys of options_to_json, e.g. "iterations" or
+// "time_limit_minutes") replace recorded options, so that a run stopped by a budget can go on.
+nlohmann::json resume_optimize(const std::filesystem::path& run_dir,
+                               const nlohmann::json& overrides, const ProgressFn& progress);
+
+// Asks a running loop to stop after its current step (safe to call from a signal handler); the
+// run ends with status "interrupted" and can be resumed.
+void request_optimize_stop();
+
+// Options to and from the run directory's config.json.
+nlohmann::json options_to_json(const OptimizeOptions& options);
+OptimizeOptions options_from_json(const nlohmann::json& json);
+
+}  // namespace mblast

@@ -1,0 +1,251 @@
+// `mblast optimize PROBLEM.py`: the MAIC-RL loop, with a live progress line and a summary.
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include <spdlog/spdlog.h>
+
+#include "cli/app.hpp"
+#include "cli/table.hpp"
+#include "mblast/error.hpp"
+#include "mblast/optimize.hpp"
+
+namespace mblast::cli {
+
+namespace {
+
+struct OptimizeCommand {
+  OptimizeOptions options;
+  std::string problem, out, resume, cache_dir, config;
+  int timeout_s = 600;
+  std::optional<int> max_evaluations;
+  std::optional<double> time_limit, max_cost;
+  std::optional<std::int64_t> max_tokens;
+  bool json = false;
+};
+
+std::string fixed(const nlohmann::json& value, const char* format, const char* none = "-") {
+  if (!value.is_number()) return none;
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, value.get<double>());
+  return buffer;
+}
+
+// Progress on stderr: one rewritten line on a terminal, one line per step otherwise.
+class Progress {
+ public:
+  explicit Progress(bool quiet) : quiet_(quiet), tty_(::isatty(STDERR_FILENO) != 0) {}
+
+  void operator()(const ProgressEvent& event) {
+    const auto& d = event.data;
+    if (event.kind == "start") {
+      line("mblast optimize " + d.value("task", "") + " on " + d.value("backend", "") + " (" +
+           d.value("device", "") + ")\n  run dir " + d.value("run_dir", "") + "\n  kb      " +
+           d.value("kb", "") + "\n  llm     " + d.value("llm", ""));
+    } else if (event.kind == "baseline") {
+      line("  eager   " + fixed(d["ref_ms"], "%.4f ms") + " on " + d.value("hardware", "") +
+           "; slots: " + d.value("slots", ""));
+    } else if (event.kind == "note") {
+      line("  " + d.value("text", ""));
+    } else if (event.kind == "step_start") {
+      status(head(d) + " ...");
+    } else if (event.kind == "step") {
+      const std::string text =
+          head(d) + " -> " + d.value("outcome", "") +
+          (d["speedup"].is_number() ? " " + fixed(d["speedup"], "%.3fx") : "") +
+          (d.value("fixes", 0) > 0 ? " after " + std::to_string(d.value("fixes", 0)) + " fix(es)"
+                                   : "") +
+          " | best " + fixed(d["best_speedup"], "%.3fx") + " | tokens " +
+          std::to_string(d.value("tokens_total", std::int64_t{0})) +
+          (d["cost_total_usd"].is_number() ? " $" + fixed(d["cost_total_usd"], "%.2f") : "");
+      if (tty_) {
+        status(text);
+      } else {
+        line(text);
+      }
+    } else if (event.kind == "end") {
+      line("  stopped: " + d.value("status", "") + " (" + d.value("stop_reason", "") + ")");
+    }
+  }
+
+ private:
+  static std::string head(const nlohmann::json& d) {
+    return "[it " + std::to_string(d.value("iteration", 0)) + " step " +
+           std::to_string(d.value("step", 0)) + "] " + d.value("slot", "") + " | " +
+           d.value("state", "") + " | " + d.value("technique", "");
+  }
+  void status(const std::string& text) {
+    if (quiet_ || !tty_) return;
+    std::cerr << "\r\033[K" << text.substr(0, 160) << std::flush;
+    open_ = true;
+  }
+  void line(const std::string& text) {
+    if (quiet_) return;
+    if (open_) std::cerr << "\r\033[K";
+    open_ = false;
+    std::cerr << text << "\n" << std::flush;
+  }
+  bool quiet_;
+  bool tty_;
+  bool open_ = false;
+};
+
+void print_summary(const nlohmann::json& r) {
+  std::cout << "\nrun " << r.value("status", "") << ": " << r.value("stop_reason", "") << "\n";
+  nlohmann::json rows = nlohmann::json::array();
+  rows.push_back({{"what", "task"}, {"value", r["task"]}});
+  rows.push_back({{"what", "hardware"}, {"value", r["hardware"]}});
+  rows.push_back({{"what", "llm"}, {"value", r["llm"]}});
+  rows.push_back({{"what", "steps / evaluations"},
+                  {"value", std::to_string(r.value("steps", 0)) + " / " +
+                                std::to_string(r.value("evaluations", 0))}});
+  rows.push_back({{"what", "correct candidates"}, {"value", r["correct_candidates"]}});
+  rows.push_back({{"what", "eager time"}, {"value", fixed(r["baseline_ms"], "%.4f ms")}});
+  rows.push_back({{"what", "best time"}, {"value", fixed(r["best_ms"], "%.4f ms")}});
+  rows.push_back({{"what", "best speedup"},
+                  {"value", fixed(r["best_speedup"], "%.3fx over eager", "none correct")}});
+  rows.push_back({{"what", "best technique"}, {"value", r["best_technique"]}});
+  if (r["best_speedup"].is_number() && r["best_speedup"].get<double>() < 1.0) {
+    rows.push_back({{"what", "note"},
+                    {"value", "no candidate beat PyTorch eager; the reference stays the fastest"}});
+  }
+  rows.push_back({{"what", "tokens / cost"},
+                  {"value", std::to_string(r.value("tokens", std::int64_t{0})) + " / " +
+                                fixed(r["cost_usd"], "$%.4f", "unknown")}});
+  rows.push_back({{"what", "best file"}, {"value", r["best_file"]}});
+  rows.push_back({{"what", "KernelBench export"}, {"value", r["kernelbench_file"]}});
+  rows.push_back({{"what", "run dir"}, {"value", r["run_dir"]}});
+  std::cout << format_table(rows, {{"what", "", 24}, {"value", "", 120}});
+}
+
+extern "C" void on_stop_signal(int) {
+  request_optimize_stop();
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+}
+
+}  // namespace
+
+void register_optimize(CLI::App& app, Globals& globals, Action& action) {
+  auto c = std::make_shared<OptimizeCommand>();
+  auto* cmd = app.add_subcommand(
+      "optimize",
+      "Search for a faster verified implementation of a KernelBench-style problem with the "
+      "MAIC-RL loop: per step an operator slot, its profile state, a technique chosen by UCB "
+      "over the knowledge base, a candidate from the LLM actor (repaired by the fix agent) or "
+      "a built-in transform, verification and timing, and a critic that writes what was "
+      "learned to the KB. Exit 0 when the run ends (see status), 1 when it fails, 2 for bad "
+      "input");
+  cmd->add_option("PROBLEM", c->problem, "KernelBench problem file (Model, get_inputs, ...)");
+  cmd->add_option("--backend", c->options.backend, "cuda (opencl and rvv: not yet)")
+      ->check(CLI::IsMember({"cuda", "opencl", "rvv"}));
+  cmd->add_option("--device", c->options.device,
+                  "cuda, cuda:N or cpu (cpu: plain PyTorch candidates, for machines without a GPU)")
+      ->check([](const std::string& value) {
+        return value == "cpu" || value == "cuda" || value.rfind("cuda:", 0) == 0
+                   ? std::string()
+                   : "must be cuda, cuda:N or cpu";
+      });
+  cmd->add_option("--llm", c->options.llm,
+                  "PROVIDER:MODEL (openai:, anthropic:, command:, replay:FILE) or none; default: "
+                  "$MBLAST_LLM, the config file, else the first API key set, else none "
+                  "(built-in techniques only)");
+  cmd->add_option("--llm-config", c->config, "LLM config file (TOML) instead of the default");
+  cmd->add_option("--llm-record", c->options.llm_record,
+                  "Append every LLM exchange to this cassette");
+  cmd->add_option("--iterations", c->options.iterations, "Iterations (default 10)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--steps", c->options.steps, "Rollout steps per iteration (default 10)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--fix-attempts", c->options.fix_attempts,
+                  "Repairs of a failing LLM candidate (default 3)")
+      ->check(CLI::Range(0, 100));
+  cmd->add_option("--technique", c->options.techniques,
+                  "Only try this technique (repeat for several; ids from `mblast kb query --kind "
+                  "techniques`)");
+  cmd->add_option("--max-evaluations", c->max_evaluations, "Stop after this many evaluations")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--time-limit", c->time_limit, "Stop after this many minutes")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-tokens", c->max_tokens, "Stop once LLM tokens (in + out) reach this")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-cost", c->max_cost,
+                  "Stop once the LLM cost reaches this many USD (needs prices in the config)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--out", c->out, "Run directory (default ./mblast-runs/PROBLEM-TIME)");
+  cmd->add_option("--resume", c->resume,
+                  "Continue the run in this directory with its options; budgets given now "
+                  "replace the recorded ones");
+  cmd->add_option("--atol", c->options.atol, "Absolute tolerance (default 1e-4)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--rtol", c->options.rtol, "Relative tolerance (default 1e-4)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--strict-tolerance", c->options.strict_tolerance,
+                "Do not widen the tolerance to 1.5x PyTorch eager's own error");
+  cmd->add_flag("--allow-tf32", c->options.allow_tf32, "Allow TF32 math (and the TF32 built-in)");
+  cmd->add_flag("--allow-bf16", c->options.allow_bf16, "Allow bf16 math (and the bf16 built-in)");
+  cmd->add_option("--seed", c->options.seed, "Seed of the selector, agents and trials (default 1)");
+  cmd->add_option("--seeds", c->options.verify_seeds,
+                  "Verification trials per candidate (default 5)")
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--runs", c->options.timing_runs, "Timed runs per candidate (default 30)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--timeout", c->timeout_s,
+                  "Seconds before a candidate's worker is killed (default 600)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--cache-dir", c->cache_dir,
+                  "Reference and build cache (default ~/.cache/mblast)");
+  cmd->add_flag("--json", c->json, "Print the result object as JSON on stdout");
+  cmd->callback([&action, &globals, c, cmd] {
+    action = [c, cmd, &globals] {
+      auto& o = c->options;
+      o.max_evaluations = c->max_evaluations;
+      o.time_limit_minutes = c->time_limit;
+      o.max_tokens = c->max_tokens;
+      o.max_cost_usd = c->max_cost;
+      o.eval_timeout = std::chrono::seconds(c->timeout_s);
+      o.cache_dir = c->cache_dir;
+      if (!c->config.empty()) o.llm_config = c->config;
+      if (!globals.kb_path.empty()) o.kb = globals.kb();
+      Progress progress(globals.quiet);
+      std::signal(SIGINT, on_stop_signal);
+      std::signal(SIGTERM, on_stop_signal);
+      nlohmann::json result;
+      if (!c->resume.empty()) {
+        if (!c->problem.empty()) {
+          throw input_error("--resume takes no PROBLEM: the run directory names it",
+                            "run `mblast optimize --resume " + c->resume + "`");
+        }
+        nlohmann::json overrides = nlohmann::json::object();
+        const auto given = [&](const char* flag) { return cmd->count(flag) > 0; };
+        if (given("--iterations")) overrides["iterations"] = o.iterations;
+        if (given("--steps")) overrides["steps"] = o.steps;
+        if (given("--max-evaluations")) overrides["max_evaluations"] = *o.max_evaluations;
+        if (given("--time-limit")) overrides["time_limit_minutes"] = *o.time_limit_minutes;
+        if (given("--max-tokens")) overrides["max_tokens"] = *o.max_tokens;
+        if (given("--max-cost")) overrides["max_cost_usd"] = *o.max_cost_usd;
+        if (given("--llm")) overrides["llm"] = o.llm;
+        result = resume_optimize(c->resume, overrides, std::ref(progress));
+      } else {
+        if (c->problem.empty()) {
+          throw input_error("no PROBLEM given",
+                            "run `mblast optimize PROBLEM.py`, or --resume RUN_DIR");
+        }
+        o.problem = c->problem;
+        o.out = c->out;
+        result = optimize(o, std::ref(progress));
+      }
+      if (c->json) {
+        std::cout << result.dump(2) << "\n";
+      } else {
+        print_summary(result);
+      }
+      const std::string status = result.value("status", "");
+      return status == "llm_error" || status == "interrupted" ? 1 : 0;
+    };
+  });
+}
+
+}  // namespace mblast::cli

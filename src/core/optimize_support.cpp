@@ -1,0 +1,178 @@
+#include "core/optimize_support.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "mblast/error.hpp"
+
+namespace mblast::optimize_detail {
+
+namespace fs = std::filesystem;
+
+Agents make_agents(const OptimizeOptions& options, std::int64_t tokens_before, double cost_before) {
+  LlmSettings settings = load_llm_settings(options.llm_config, options.llm);
+  if (!options.llm_record.empty()) settings.record_path = options.llm_record;
+  Agents agents;
+  agents.ledger = std::make_shared<LlmLedger>(settings.prices);
+  if (options.max_cost_usd) require_prices_for_cost_budget(settings);
+  std::optional<std::int64_t> max_tokens;
+  std::optional<double> max_cost;
+  if (options.max_tokens)
+    max_tokens = std::max<std::int64_t>(0, *options.max_tokens - tokens_before);
+  if (options.max_cost_usd) max_cost = std::max(0.0, *options.max_cost_usd - cost_before);
+  agents.ledger->set_budget(max_tokens, max_cost);
+  const std::string actor_spec = spec_for_role("actor", settings);
+  if (actor_spec == "none") {
+    agents.description = "none (built-in techniques only)";
+    return agents;
+  }
+  auto client = [&](const std::string& role) -> std::unique_ptr<LlmClient> {
+    const std::string spec = spec_for_role(role, settings);
+    if (spec == "none") return nullptr;
+    return std::make_unique<BudgetClient>(make_llm_client(spec, settings), agents.ledger);
+  };
+  agents.actor = client("actor");
+  agents.fix = client("fix");
+  agents.critic = client("critic");
+  agents.replay = actor_spec.rfind("replay:", 0) == 0;
+  agents.description = actor_spec;
+  if (agents.replay) agents.description += " (replay of recorded answers, no live LLM)";
+  return agents;
+}
+
+std::string task_name(const fs::path& problem) {
+  const fs::path absolute = fs::absolute(problem);
+  const std::string folder = absolute.parent_path().filename().string();
+  return (folder.empty() ? std::string() : folder + "/") + absolute.stem().string();
+}
+
+std::string hardware_of(const nlohmann::json& baseline_result) {
+  const std::string name =
+      baseline_result.value("device_name", nlohmann::json("unknown")).is_string()
+          ? baseline_result["device_name"].get<std::string>()
+          : "unknown";
+  return baseline_result.value("device", "") == "cpu" ? "cpu: " + name : name;
+}
+
+std::vector<std::string> allowed_requirements(const OptimizeOptions& options,
+                                              const nlohmann::json& baseline_result) {
+  std::vector<std::string> allowed;
+  if (options.device != "cpu") allowed.push_back("gpu");
+  const std::string torch = baseline_result.value("torch_version", "");
+  if (!torch.empty() && torch[0] >= '2' && torch[0] <= '9') allowed.push_back("torch_compile");
+  if (options.allow_tf32) allowed.push_back("allow_tf32");
+  if (options.allow_bf16) allowed.push_back("allow_bf16");
+  return allowed;
+}
+
+std::vector<TechniqueRow> eligible_techniques(const std::vector<TechniqueRow>& all,
+                                              const std::string& slot, const Current& current,
+                                              const std::set<std::string>& tried_on_current,
+                                              const std::vector<std::string>& only) {
+  std::vector<TechniqueRow> eligible;
+  for (const auto& technique : all) {
+    if (!only.empty() && std::find(only.begin(), only.end(), technique.id) == only.end()) continue;
+    if (technique.implementer == "builtin") {
+      if (slot != "model") continue;
+      // A deterministic transform gives the same candidate again: one try per implementation.
+      if (tried_on_current.count(technique.id)) continue;
+      if (std::find(current.lineage.begin(), current.lineage.end(), technique.id) !=
+          current.lineage.end()) {
+        continue;
+      }
+    }
+    eligible.push_back(technique);
+  }
+  return eligible;
+}
+
+std::vector<StateEvidence> state_evidence(const Classification& classification) {
+  std::vector<StateEvidence> evidence;
+  for (const auto& condition : classification.evidence) {
+    if (!condition.value) continue;
+    evidence.push_back({condition.metric, condition.op, condition.threshold, *condition.value});
+  }
+  return evidence;
+}
+
+std::string read_text_file(const fs::path& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw input_error(std::string("cannot read the ") + what + " " + path.string(),
+                      "check the path");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string candidate_hash(const fs::path& file) {
+  return sha256_hex(read_text_file(file, "candidate"));
+}
+
+std::optional<double> number_field(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return std::nullopt;
+  const auto value = object.value(key, nlohmann::json());
+  if (value.is_number()) return value.get<double>();
+  return std::nullopt;
+}
+
+AttemptRow attempt_row(const Evaluation& evaluation, const std::string& run_id,
+                       const std::string& task, const std::string& slot,
+                       const std::string& state_id, const std::string& technique_id,
+                       const std::string& backend, const std::string& hardware, int iteration,
+                       int step, std::optional<double> reward) {
+  const auto& r = evaluation.result;
+  AttemptRow row;
+  row.run_id = run_id;
+  row.task = task;
+  row.slot = slot;
+  row.state_id = state_id;
+  row.technique_id = technique_id;
+  row.backend = backend;
+  row.hardware = hardware;
+  row.iteration = iteration;
+  row.step = step;
+  row.candidate_hash = candidate_hash(evaluation.file);
+  row.outcome = evaluation.outcome;
+  const auto error = r.value("error", nlohmann::json());
+  if (error.is_string()) row.error = trim_error(error.get<std::string>(), 2000);
+  if (row.outcome == "correct") {
+    row.time_ms = number_field(r, "cand_ms");
+    row.speedup = number_field(r, "speedup");
+  }
+  row.baseline_ms = number_field(r, "ref_ms");
+  row.reward = reward;
+  row.tokens = evaluation.tokens;
+  row.created_at = r.value("judged_at", "");
+  return row;
+}
+
+std::vector<MetricDelta> profile_deltas(const nlohmann::json& before, const nlohmann::json& after) {
+  std::vector<MetricDelta> deltas;
+  const Signature a = signature_from_json(before);
+  const Signature b = signature_from_json(after);
+  for (const char* metric :
+       {"total_ms", "kernel_count", "launch_overhead_fraction", "sol_fraction",
+        "memory_sol_fraction", "compute_sol_fraction", "tensor_core_fraction"}) {
+    const auto x = a.find(metric);
+    const auto y = b.find(metric);
+    if (x != a.end() && y != b.end()) deltas.push_back({metric, x->second, y->second});
+  }
+  return deltas;
+}
+
+nlohmann::json step_record_base(int iteration, int step, int global_step, const Slot& slot,
+                                const Classification& state, const TechniqueRow& technique) {
+  return {{"iteration", iteration},
+          {"step", step},
+          {"global_step", global_step},
+          {"slot", slot.id},
+          {"slot_share", slot.time_share},
+          {"state", state.state_id},
+          {"state_evidence", state.explain()},
+          {"technique", technique.id},
+          {"implementer", technique.implementer}};
+}
+
+}  // namespace mblast::optimize_detail

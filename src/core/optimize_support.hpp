@@ -1,0 +1,102 @@
+#pragma once
+// The pieces `optimize` is built from, kept out of the loop so that it reads top to bottom.
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/judge.hpp"
+#include "core/run_dir.hpp"
+#include "mblast/agents.hpp"
+#include "mblast/kb.hpp"
+#include "mblast/llm.hpp"
+#include "mblast/optimize.hpp"
+#include "mblast/policy.hpp"
+
+namespace mblast::optimize_detail {
+
+// The implementation the next step starts from.
+struct Current {
+  std::filesystem::path file;  // a candidate file; at first the reference as a candidate
+  bool is_reference = true;
+  double speedup = 1.0;  // over eager, as measured when it was judged
+  std::optional<double> time_ms;
+  nlohmann::json signature;          // its profile signature
+  std::vector<std::string> lineage;  // the techniques applied to reach it, oldest first
+};
+
+// The best verified candidate of the run (may be slower than eager).
+struct BestCandidate {
+  std::filesystem::path file;
+  double speedup = 0;
+  std::optional<double> time_ms;
+  std::optional<double> baseline_ms;
+  std::string technique_id;
+  int step = 0;  // global step that found it
+};
+
+struct Agents {
+  std::shared_ptr<LlmLedger> ledger;
+  std::unique_ptr<LlmClient> actor, fix, critic;
+  std::string description;  // "openai:gpt-4o", "none (built-in techniques only)", ...
+  bool replay = false;
+  bool available() const { return actor != nullptr; }
+};
+
+// LLM clients for the roles from --llm, $MBLAST_LLM, the config file or the keys; none when the
+// actor's spec is "none". Budgets go to the shared ledger.
+Agents make_agents(const OptimizeOptions& options, std::int64_t tokens_before, double cost_before);
+
+// "level2/19_ConvTranspose2d_GELU" from its path.
+std::string task_name(const std::filesystem::path& problem);
+// "NVIDIA H200", or "cpu: <model>" for the CPU device.
+std::string hardware_of(const nlohmann::json& baseline_result);
+// The built-in requirements this run allows ("gpu", "torch_compile", "allow_tf32", ...).
+std::vector<std::string> allowed_requirements(const OptimizeOptions& options,
+                                              const nlohmann::json& baseline_result);
+
+// Techniques a step in `slot` may pick: those in `only` (when it is not empty); built-ins only
+// for the whole model, none already in the current implementation's lineage or tried on it.
+std::vector<TechniqueRow> eligible_techniques(const std::vector<TechniqueRow>& all,
+                                              const std::string& slot, const Current& current,
+                                              const std::set<std::string>& tried_on_current,
+                                              const std::vector<std::string>& only);
+
+std::vector<StateEvidence> state_evidence(const Classification& classification);
+
+// One evaluation within a step.
+struct Evaluation {
+  std::filesystem::path file;
+  nlohmann::json result;
+  std::string outcome;
+  std::int64_t tokens = 0;  // of the LLM call that wrote it
+};
+
+std::string candidate_hash(const std::filesystem::path& file);
+
+// The attempt row for an evaluation; reward only on the step's final evaluation.
+AttemptRow attempt_row(const Evaluation& evaluation, const std::string& run_id,
+                       const std::string& task, const std::string& slot,
+                       const std::string& state_id, const std::string& technique_id,
+                       const std::string& backend, const std::string& hardware, int iteration,
+                       int step, std::optional<double> reward);
+
+// Metric changes between two signatures, for the critic.
+std::vector<MetricDelta> profile_deltas(const nlohmann::json& before, const nlohmann::json& after);
+
+// One line of the step log and of the progress display.
+nlohmann::json step_record_base(int iteration, int step, int global_step, const Slot& slot,
+                                const Classification& state, const TechniqueRow& technique);
+
+// object[key] when it is a number.
+std::optional<double> number_field(const nlohmann::json& object, const char* key);
+
+// Reads a whole file; throws input_error naming `what`.
+std::string read_text_file(const std::filesystem::path& path, const char* what);
+
+}  // namespace mblast::optimize_detail

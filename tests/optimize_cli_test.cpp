@@ -1,0 +1,225 @@
+// `mblast optimize --device cpu` end to end: the real binary, the embedded worker, Debian's
+// PyTorch, a real SQLite KB, and LLM answers from authored replay cassettes (no network).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "mblast/child.hpp"
+#include "mblast/kb.hpp"
+#include "mblast/python.hpp"
+#include "test_support.hpp"
+
+namespace mblast {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_mblast;
+using testing::TempDir;
+
+std::string source(const std::string& relative) {
+  return std::string(MBLAST_SOURCE_DIR) + "/tests/" + relative;
+}
+
+std::vector<nlohmann::json> json_lines(const fs::path& path) {
+  std::vector<nlohmann::json> rows;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) rows.push_back(nlohmann::json::parse(line));
+  return rows;
+}
+
+class OptimizeCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!find_torch_python())
+      GTEST_SKIP() << "no Python with torch (apt-get install python3-torch)";
+  }
+
+  // No LLM unless the test passes --llm: keys and MBLAST_LLM of the machine are ignored.
+  std::map<std::string, std::optional<std::string>> env() const {
+    return {{"XDG_CACHE_HOME", (dir_ / "xdg-cache").string()},
+            {"XDG_CONFIG_HOME", (dir_ / "xdg-config").string()},
+            {"MBLAST_LLM", std::nullopt},
+            {"OPENAI_API_KEY", std::nullopt},
+            {"ANTHROPIC_API_KEY", std::nullopt}};
+  }
+
+  std::vector<std::string> args(const std::string& problem, const fs::path& out,
+                                std::vector<std::string> extra = {}) const {
+    std::vector<std::string> a = {"--kb",        kb().string(),
+                                  "optimize",    source(problem),
+                                  "--device",    "cpu",
+                                  "--out",       out.string(),
+                                  "--seeds",     "2",
+                                  "--runs",      "5",
+                                  "--cache-dir", (dir_ / "cache").string()};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+
+  fs::path kb() const { return dir_ / "kb.sqlite"; }
+
+  TempDir dir_;
+};
+
+TEST_F(OptimizeCli, ReplayDrivesActorCompileErrorFixCriticIntoTheKb) {
+  const fs::path out = dir_ / "run";
+  const auto result = run_mblast(
+      args("problems/relu_small.py", out,
+           {"--iterations", "1", "--steps", "1", "--technique",
+            "cuda/fuse-elementwise-into-producer", "--llm",
+            "replay:" + source("fixtures/optimize/relu_actor_fix_critic.jsonl"), "--json"}),
+      env());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto summary = nlohmann::json::parse(result.out);
+  EXPECT_EQ(summary["status"], "finished");
+  EXPECT_TRUE(summary["correct"].get<bool>());
+  EXPECT_EQ(summary["evaluations"], 3);  // the reference, the broken candidate, its fix
+  EXPECT_EQ(summary["tokens"], 1200 + 90 + 900 + 80 + 700 + 60);
+  EXPECT_NE(result.err.find("replay of recorded answers"), std::string::npos) << result.err;
+
+  const auto steps = json_lines(out / "steps.jsonl");
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0]["fixes"], 1);
+  EXPECT_EQ(steps[0]["candidates"][0]["outcome"], "compile_error");
+  EXPECT_EQ(steps[0]["outcome"], "correct");
+  EXPECT_EQ(steps[0]["critic"], "llm");
+
+  KnowledgeBase store(kb());
+  EXPECT_EQ(store.integrity_check(), "ok");
+  const auto attempts = store.query({.kind = "attempts", .task = "problems/relu_small"});
+  ASSERT_EQ(attempts.size(), 2u);
+  std::multiset<std::string> outcomes;
+  for (const auto& a : attempts) outcomes.insert(a["outcome"].get<std::string>());
+  EXPECT_EQ(outcomes, (std::multiset<std::string>{"compile_error", "correct"}));
+  const auto claims = store.claims("", "cuda/fuse-elementwise-into-producer");
+  ASSERT_FALSE(claims.empty());
+  EXPECT_NE(claims[0].text.find("clamp_min"), std::string::npos);
+  EXPECT_EQ(claims[0].support, 1);
+  const auto implementations = store.query({.kind = "implementations"});
+  EXPECT_EQ(implementations.size(), 1u);
+  EXPECT_TRUE(fs::is_regular_file(out / "best.py"));
+  EXPECT_TRUE(fs::is_regular_file(out / "best_kernelbench.py"));
+  EXPECT_TRUE(fs::is_regular_file(out / "log.txt"));
+}
+
+TEST_F(OptimizeCli, WithoutAnLlmItSaysSoAndTriesBuiltInsOnly) {
+  const fs::path out = dir_ / "run";
+  const auto result = run_mblast(
+      args("problems/conv_small.py", out, {"--iterations", "1", "--steps", "1", "--json"}), env());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("built-in techniques only"), std::string::npos) << result.err;
+  const auto summary = nlohmann::json::parse(result.out);
+  for (const char* field :
+       {"best_speedup", "correct", "evaluations", "run_dir", "tokens", "cost_usd"}) {
+    EXPECT_TRUE(summary.contains(field)) << field;
+  }
+  EXPECT_EQ(summary["tokens"], 0);
+  EXPECT_EQ(summary["run_dir"], fs::absolute(out).string());
+  const auto steps = json_lines(out / "steps.jsonl");
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0]["implementer"], "builtin");
+  const auto config = nlohmann::json::parse(std::ifstream(out / "config.json"));
+  EXPECT_EQ(config["options"]["device"], "cpu");
+  EXPECT_FALSE(config.value("hardware", "").empty());
+  EXPECT_FALSE(config["baseline"]["torch_version"].is_null());
+}
+
+TEST_F(OptimizeCli, KillNineThenResumeFinishesWithoutRepeatingAnEvaluation) {
+  const fs::path out = dir_ / "run";
+  {
+    ProcessSpec spec;
+    spec.argv = {testing::mblast_binary()};
+    const auto a = args("problems/conv_small.py", out, {"--iterations", "2", "--steps", "3"});
+    spec.argv.insert(spec.argv.end(), a.begin(), a.end());
+    spec.env = env();
+    Child child(spec);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (json_lines(out / "steps.jsonl").empty() && std::chrono::steady_clock::now() < deadline &&
+           !child.exited()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_FALSE(child.exited()) << "the run ended before it could be killed: "
+                                 << child.stderr_tail();
+    child.kill();  // SIGKILL to the whole process group, worker included
+  }
+  const auto before = json_lines(out / "steps.jsonl").size();
+  EXPECT_FALSE(fs::exists(out / "run.json"));  // it never got to finish
+
+  const auto resumed =
+      run_mblast({"--kb", kb().string(), "optimize", "--resume", out.string(), "--json"}, env());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("resuming after step " + std::to_string(before)), std::string::npos)
+      << resumed.err;
+  const auto summary = nlohmann::json::parse(resumed.out);
+  EXPECT_NE(summary["status"], "interrupted");
+
+  const auto steps = json_lines(out / "steps.jsonl");
+  EXPECT_EQ(static_cast<int>(steps.size()), summary["steps"].get<int>());
+  for (std::size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(steps[i]["global_step"], i + 1);
+  std::set<std::string> judged;
+  for (const auto& evaluation : json_lines(out / "evaluations.jsonl")) {
+    EXPECT_TRUE(judged.insert(evaluation["candidate"].get<std::string>()).second)
+        << "judged twice: " << evaluation["candidate"];
+  }
+  EXPECT_EQ(static_cast<int>(judged.size()), summary["evaluations"].get<int>());
+
+  KnowledgeBase store(kb());
+  EXPECT_EQ(store.integrity_check(), "ok");
+  const auto attempts = store.query({.kind = "attempts", .task = "problems/conv_small"});
+  EXPECT_EQ(attempts.size(), steps.size());  // no step recorded twice, none lost
+}
+
+TEST_F(OptimizeCli, BudgetEndsTheRunCleanlyAndResumeCanRaiseIt) {
+  const fs::path out = dir_ / "run";
+  auto first =
+      run_mblast(args("problems/conv_small.py", out, {"--max-evaluations", "2", "--json"}), env());
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  auto summary = nlohmann::json::parse(first.out);
+  EXPECT_EQ(summary["status"], "budget");
+  EXPECT_EQ(summary["evaluations"], 2);
+  EXPECT_EQ(summary["steps"], 1);
+  EXPECT_TRUE(fs::is_regular_file(out / "run.json"));
+
+  auto more = run_mblast({"--kb", kb().string(), "optimize", "--resume", out.string(),
+                          "--max-evaluations", "3", "--json"},
+                         env());
+  ASSERT_EQ(more.exit_code, 0) << more.err;
+  summary = nlohmann::json::parse(more.out);
+  EXPECT_EQ(summary["steps"], 2);
+  EXPECT_EQ(summary["evaluations"], 3);
+}
+
+TEST_F(OptimizeCli, BadInputExitsTwoWithAFix) {
+  const fs::path out = dir_ / "run";
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  std::ofstream(dir_ / "not_a_run.txt") << "x";
+  const std::vector<Case> cases = {
+      {{"optimize", (dir_ / "missing.py").string(), "--device", "cpu"}, "no such problem file"},
+      {{"optimize", "--resume", dir_.path().string()}, "holds no mblast run"},
+      {args("problems/conv_small.py", out, {"--technique", "cuda/warp-drive"}),
+       "no technique cuda/warp-drive"},
+      {{"optimize", source("problems/broken_syntax.py"), "--device", "cpu", "--out",
+        (dir_ / "b").string()},
+       "broken_syntax.py"},
+      {{"optimize"}, "no PROBLEM given"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> a = c.args;
+    if (a[0] == "optimize") a.insert(a.begin(), {"--kb", kb().string()});
+    const auto result = run_mblast(a, env());
+    EXPECT_EQ(result.exit_code, 2) << c.says << "\n" << result.err;
+    EXPECT_NE(result.err.find(c.says), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("fix:"), std::string::npos) << result.err;
+  }
+}
+
+}  // namespace
+}  // namespace mblast
