@@ -80,7 +80,7 @@ TEST_F(OptimizeCli, ReplayDrivesActorCompileErrorFixCriticIntoTheKb) {
   EXPECT_TRUE(summary["correct"].get<bool>());
   EXPECT_EQ(summary["evaluations"], 3);  // the reference, the broken candidate, its fix
   EXPECT_EQ(summary["tokens"], 1200 + 90 + 900 + 80 + 700 + 60);
-  EXPECT_NE(result.err.find("replay of recorded answers"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("no live LLM"), std::string::npos) << result.err;
 
   const auto steps = json_lines(out / "steps.jsonl");
   ASSERT_EQ(steps.size(), 1u);
@@ -192,6 +192,67 @@ TEST_F(OptimizeCli, BudgetEndsTheRunCleanlyAndResumeCanRaiseIt) {
   summary = nlohmann::json::parse(more.out);
   EXPECT_EQ(summary["steps"], 2);
   EXPECT_EQ(summary["evaluations"], 3);
+}
+
+TEST_F(OptimizeCli, TheDemoReplayCarriesTheBundledExamplesAndFinishes) {
+  const fs::path root = MBLAST_SOURCE_DIR;
+  auto read = [](const fs::path& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const std::string cpu = read(root / "benchmarks/examples/row_softmax_torch.py");
+  const std::string gpu = read(root / "benchmarks/examples/row_softmax_cuda.py");
+  int actors = 0;
+  for (const auto& line : json_lines(root / "benchmarks/examples/row_softmax.cassette.jsonl")) {
+    EXPECT_EQ(line["note"], "authored");
+    if (line["match"]["role_tag"] != "actor") continue;
+    ++actors;
+    const std::string text = line["response"]["text"];
+    EXPECT_TRUE(text.find(cpu) != std::string::npos || text.find(gpu) != std::string::npos)
+        << "an actor answer no longer matches benchmarks/examples/: " << text.substr(0, 200);
+  }
+  EXPECT_EQ(actors, 6);
+
+  // What scripts/demo.sh runs on a machine without a GPU.
+  const fs::path out = dir_ / "demo";
+  const auto result =
+      run_mblast({"--kb",
+                  kb().string(),
+                  "optimize",
+                  (root / "benchmarks/problems/row_softmax.py").string(),
+                  "--device",
+                  "cpu",
+                  "--llm",
+                  "replay:" + (root / "benchmarks/examples/row_softmax.cassette.jsonl").string(),
+                  "--iterations",
+                  "1",
+                  "--steps",
+                  "3",
+                  "--technique",
+                  "cuda/online-softmax",
+                  "--technique",
+                  "cuda/builtin-cuda-graph",
+                  "--technique",
+                  "cuda/builtin-torch-compile",
+                  "--technique",
+                  "cuda/builtin-channels-last",
+                  "--technique",
+                  "cuda/builtin-cudnn-benchmark",
+                  "--seeds",
+                  "2",
+                  "--runs",
+                  "3",
+                  "--out",
+                  out.string(),
+                  "--cache-dir",
+                  (dir_ / "cache").string(),
+                  "--json"},
+                 env());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto summary = nlohmann::json::parse(result.out);
+  EXPECT_EQ(summary["status"], "finished");
+  EXPECT_EQ(summary["steps"], 3);
+  EXPECT_EQ(result.err.find("[warning]"), std::string::npos) << result.err;
 }
 
 TEST_F(OptimizeCli, BadInputExitsTwoWithAFix) {

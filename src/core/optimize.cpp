@@ -387,7 +387,13 @@ StepResult Loop::step(int iteration, int step_in_iteration, int global) {
       throw;
     } catch (const Error& e) {
       if (e.code() == ExitCode::bad_input) throw;
-      spdlog::warn("critic: no answer ({}); the rule-based critic judges this step", e.what());
+      if (agents_.replay) {
+        spdlog::info(
+            "critic: the cassette holds no answer for this step; the rule-based critic "
+            "judges it");
+      } else {
+        spdlog::warn("critic: no answer ({}); the rule-based critic judges this step", e.what());
+      }
     }
   }
 

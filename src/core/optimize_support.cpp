@@ -37,7 +37,7 @@ Agents make_agents(const OptimizeOptions& options, std::int64_t tokens_before, d
   agents.critic = client("critic");
   agents.replay = actor_spec.rfind("replay:", 0) == 0;
   agents.description = actor_spec;
-  if (agents.replay) agents.description += " (replay of recorded answers, no live LLM)";
+  if (agents.replay) agents.description += " (replay of recorded or authored answers, no live LLM)";
   return agents;
 }
 
