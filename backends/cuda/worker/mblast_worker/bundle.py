@@ -1,0 +1,155 @@
+"""Tensor bundles for the native backends (OpenCL, RVV): a problem's inputs, parameters and
+expected outputs per seed, made on the CPU. The file format is documented in
+include/mblast/bundle.hpp; `meta.json` beside the files describes them and carries PyTorch's own
+fp32 error against the float64 reference (the precision policy widens the tolerance to 1.5x it)
+and the PyTorch CPU time of the reference (the OpenCL baseline).
+
+    python3 -m mblast_worker.bundle PROBLEM.py OUT_DIR [--seeds 5] [--seed 1] [--runs 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import struct
+import sys
+import time
+from typing import Any, BinaryIO, Dict, List, Tuple
+
+import torch
+
+from .errors import TaskError, WorkerError
+from .loader import call_input_fn, construct, describe, load_problem
+from .outputs import kind_error, output_list
+from .session import seed_everything
+
+MAGIC = b"MBTBNDL1"
+ROLE_INPUT, ROLE_PARAMETER, ROLE_EXPECTED = 0, 1, 2
+_DTYPES: Dict[torch.dtype, int] = {torch.float32: 0, torch.float64: 1, torch.int32: 2, torch.int64: 3,
+                                   torch.bool: 4, torch.uint8: 4}
+
+
+def _write_tensor(out: BinaryIO, role: int, name: str, t: torch.Tensor) -> None:
+    if t.dtype not in _DTYPES:
+        raise TaskError(f"{name} has dtype {t.dtype}; native backends take float32, float64, int32, int64 or bool")
+    data = t.detach().contiguous().cpu()
+    if data.dtype == torch.bool:
+        data = data.to(torch.uint8)
+    raw = data.numpy().tobytes() if data.numel() else b""
+    encoded = name.encode("utf-8")
+    out.write(struct.pack("<BBH", role, _DTYPES[t.dtype], len(encoded)))
+    out.write(encoded)
+    out.write(struct.pack("<I", data.dim()))
+    out.write(struct.pack(f"<{data.dim()}q", *data.shape))
+    out.write(struct.pack("<Q", len(raw)))
+    out.write(b"\0" * (-out.tell() % 8))
+    out.write(raw)
+
+
+def _describe(name: str, t: torch.Tensor) -> Dict[str, Any]:
+    return {"name": name, "shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
+
+
+def _as_tensor(value: Any, name: str) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, (bool, int, float)):
+        return torch.tensor(value)
+    raise TaskError(f"{name} is a {type(value).__name__}; native backends take tensors and numbers")
+
+
+def _errors(eager: List[torch.Tensor], ref: List[torch.Tensor]) -> Tuple[float, float]:
+    max_abs = max_rel = 0.0
+    for e, r in zip(eager, ref):
+        diff = (e.double() - r).abs()
+        if diff.numel():
+            max_abs = max(max_abs, float(diff.max()))
+            max_rel = max(max_rel, float((diff / r.abs().clamp_min(1e-12)).max()))
+    return max_abs, max_rel
+
+
+def make_bundles(problem_path: str, out_dir: str, seeds: int, first_seed: int, runs: int) -> Dict[str, Any]:
+    torch.set_grad_enabled(False)
+    problem = load_problem(problem_path)
+    os.makedirs(out_dir, exist_ok=True)
+    meta: Dict[str, Any] = {"problem": os.path.abspath(problem_path), "seeds": [], "torch_version": torch.__version__,
+                            "threads": torch.get_num_threads()}
+    worst_abs = worst_rel = 0.0
+    timing_inputs: List[Any] = []
+    model32 = None
+    for seed in range(first_seed, first_seed + seeds):
+        init_inputs = call_input_fn(problem, "get_init_inputs")
+        model = construct(problem.model_cls, init_inputs, seed, torch.device("cpu"), problem_path, TaskError)
+        model.eval()
+        seed_everything(seed)
+        inputs = [_as_tensor(v, f"input{i}") for i, v in enumerate(call_input_fn(problem, "get_inputs"))]
+        try:
+            eager_value = model(*[x.clone() for x in inputs])
+            model64 = construct(problem.model_cls, init_inputs, seed, torch.device("cpu"), problem_path, TaskError)
+            model64.load_state_dict(model.state_dict())
+            model64 = model64.double()
+            ref_value = model64(*[x.double() if x.is_floating_point() else x for x in inputs])
+        except WorkerError:
+            raise
+        except Exception as exc:  # the problem's own forward failed
+            raise TaskError(f"{problem_path}: forward raised {describe(exc)}") from None
+        eager, ref = output_list(eager_value), output_list(ref_value)
+        if eager is None or ref is None or not all(isinstance(t, torch.Tensor) for t in eager + ref):
+            raise TaskError(f"{problem_path}: {kind_error(eager_value)}")
+        abs_err, rel_err = _errors(eager, ref)
+        worst_abs, worst_rel = max(worst_abs, abs_err), max(worst_rel, rel_err)
+        params = [(name, t) for name, t in model.state_dict().items()]
+        name = f"seed-{seed}.mbtb"
+        with open(os.path.join(out_dir, name + ".tmp"), "wb") as out:
+            out.write(MAGIC)
+            out.write(struct.pack("<I", len(inputs) + len(params) + len(ref)))
+            for i, x in enumerate(inputs):
+                _write_tensor(out, ROLE_INPUT, f"input{i}", x)
+            for pname, t in params:
+                _write_tensor(out, ROLE_PARAMETER, pname, t)
+            for i, r in enumerate(ref):
+                _write_tensor(out, ROLE_EXPECTED, f"output{i}", r.double())
+        os.replace(os.path.join(out_dir, name + ".tmp"), os.path.join(out_dir, name))
+        meta["seeds"].append({"seed": seed, "file": name})
+        if seed == first_seed:
+            meta["inputs"] = [_describe(f"input{i}", x) for i, x in enumerate(inputs)]
+            meta["parameters"] = [_describe(n, t) for n, t in params]
+            meta["outputs"] = [_describe(f"output{i}", e) for i, e in enumerate(eager)]
+            timing_inputs, model32 = inputs, model
+    meta["eager"] = {"max_abs_err": worst_abs, "max_rel_err": worst_rel}
+    if model32 is not None and runs > 0:
+        model32(*timing_inputs)  # warm-up
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            model32(*timing_inputs)
+            times.append((time.perf_counter() - start) * 1e3)
+        times.sort()
+        meta["torch_cpu_ms"] = {"median_ms": statistics.median(times), "p10_ms": times[len(times) // 10],
+                                "p90_ms": times[(len(times) * 9) // 10], "runs": runs}
+    with open(os.path.join(out_dir, "meta.json.tmp"), "w", encoding="utf-8") as f:
+        json.dump(meta, f, indent=2)
+    os.replace(os.path.join(out_dir, "meta.json.tmp"), os.path.join(out_dir, "meta.json"))
+    return meta
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m mblast_worker.bundle", description=__doc__.splitlines()[0])
+    parser.add_argument("problem")
+    parser.add_argument("out_dir")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=30, help="timed runs of the reference on the CPU")
+    args = parser.parse_args(argv)
+    try:
+        make_bundles(args.problem, args.out_dir, args.seeds, args.seed, args.runs)
+    except WorkerError as exc:
+        print(f"mblast_worker.bundle: {exc.message}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
