@@ -21,6 +21,8 @@ packages=(
   clang lld gcc-riscv64-linux-gnu libc6-dev-riscv64-cross qemu-user
   # sandboxing candidate code
   bubblewrap
+  # tests/batch/slurm_test.sh: a private Slurm on localhost for scripts/slurm/
+  slurmctld slurmd munge
 )
 
 missing=()

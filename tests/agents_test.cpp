@@ -309,7 +309,7 @@ TEST_F(AgentsGolden, ActorOnCpuFromReference) {
   expect_golden("actor_cpu", messages_text(render_actor(c)));
 }
 
-TEST_F(AgentsGolden, ActorOpenClProvisional) {
+TEST_F(AgentsGolden, ActorOpenCl) {
   ActorContext c = golden_actor();
   c.backend = "opencl";
   c.hardware = "PoCL CPU";

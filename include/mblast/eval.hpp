@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mblast/bundle.hpp"
+#include "mblast/native.hpp"
 #include "mblast/worker.hpp"
 
 namespace mblast {
@@ -30,6 +32,7 @@ struct EvalOptions {
   bool profile = false;  // profile signatures of candidate and reference (PyTorch profiler)
   std::chrono::seconds timeout{600};
   std::filesystem::path cache_dir;  // reference outputs and CUDA builds; empty: ~/.cache/mblast
+  int rvv_vlen = 256;               // RVV: the vector length QEMU emulates, in bits
 };
 
 // The result object of DESIGN.md §8: correct, max_abs_err, max_rel_err, ref_ms, cand_ms, speedup,
@@ -48,6 +51,14 @@ nlohmann::json evaluate(const EvalOptions& options, WorkerPool& workers);
 std::vector<nlohmann::json> evaluate_all(const EvalOptions& options,
                                          const std::vector<std::filesystem::path>& candidates,
                                          WorkerPool& workers);
+
+// Judges a native candidate (OpenCL or RVV) on the problem's tensor bundles: `backend` builds and
+// runs it; each seed's outputs are compared with the float64 reference under the precision
+// policy (widened to 1.5x PyTorch's own fp32 error unless strict), and its time (OpenCL) or
+// deterministic cost (RVV) is set against the backend's baselines: `speedup` is over the first,
+// `speedup_baseline` names it, `baselines` lists them all. Same result fields as evaluate().
+nlohmann::json evaluate_native(const EvalOptions& options, const std::filesystem::path& candidate,
+                               NativeBackend& backend, const BundleSet& bundles);
 
 // {"count", "correct", "p50_s", "p90_s"} over the results' build_seconds + eval_seconds
 // (linear interpolation between ranks; null when there are no results).

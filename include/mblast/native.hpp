@@ -3,7 +3,9 @@
 // tensor bundles. The judge (src/core/native_eval.cpp) compares the outputs with the bundles'
 // expected outputs and builds the same result JSON as `mblast eval` on CUDA.
 #include <filesystem>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -27,5 +29,40 @@ struct NativeRunResult {
   double run_seconds = 0;
   nlohmann::json details = nlohmann::json::object();  // backend-specific extras for the report
 };
+
+// A time (OpenCL: ms) or a deterministic cost (RVV) that speedups are measured against.
+struct NativeBaseline {
+  std::string name;  // "torch_cpu", "naive_opencl", "scalar_c_O2", "autovec_c_O3"
+  double value = 0;
+  std::string unit;  // "ms" or "cost"
+  std::string detail;
+};
+
+// One native target: runs candidates and measures the problem's baselines.
+class NativeBackend {
+ public:
+  virtual ~NativeBackend() = default;
+  virtual std::string name() const = 0;  // "opencl" | "rvv"
+  virtual NativeRunResult run(const std::filesystem::path& candidate, const BundleSet& bundles) = 0;
+  // The baselines, primary first; measured once and remembered by the backend object.
+  virtual std::vector<NativeBaseline> baselines(const std::filesystem::path& problem,
+                                                const BundleSet& bundles) = 0;
+  // The hardware id for the KB ("PoCL cpu: <model>", "qemu rv64gcv vlen=256").
+  virtual std::string hardware() = 0;
+  // The candidate file's extension (".cl", ".c").
+  virtual std::string extension() const = 0;
+  // One candidate file from the files an agent wrote (file name -> text), e.g. kernels.cl and
+  // launch.json for OpenCL. Throws input_error when they do not make a candidate.
+  virtual std::string assemble(const std::vector<std::pair<std::string, std::string>>& files) = 0;
+  // A built-in technique applied to `candidate` (e.g. a work-group size sweep): the source of
+  // the best variant it found. Throws job_error when the transform does not apply.
+  virtual std::string builtin_variant(const std::string& transform,
+                                      const std::filesystem::path& candidate,
+                                      const BundleSet& bundles) = 0;
+};
+
+struct EvalOptions;
+// The backend for options.backend ("opencl" or "rvv"); throws input_error for others.
+std::unique_ptr<NativeBackend> make_native_backend(const EvalOptions& options);
 
 }  // namespace mblast

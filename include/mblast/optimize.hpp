@@ -24,8 +24,8 @@ struct OptimizeOptions {
   std::optional<std::filesystem::path> llm_config;
   std::string llm_record;  // append every LLM exchange to this cassette
   int iterations = 10;
-  int steps = 10;        // rollout steps per iteration
-  int fix_attempts = 3;  // repairs of a failing LLM candidate
+  int steps = 10;                       // rollout steps per iteration
+  int fix_attempts = 3;                 // repairs of a failing LLM candidate
   std::vector<std::string> techniques;  // restrict the selector to these ids (empty: all)
   std::optional<int> max_evaluations;
   std::optional<double> time_limit_minutes;
@@ -44,6 +44,7 @@ struct OptimizeOptions {
   std::filesystem::path out;  // the run directory; empty: ./mblast-runs/<task>-<time>
   std::filesystem::path cache_dir;
   int prestart = 1;
+  int rvv_vlen = 256;
 };
 
 // What the loop reports while it runs, for the progress line and logs.

@@ -60,6 +60,8 @@ int run(int argc, char** argv) {
   register_eval(app, globals, action);
   register_doctor(app, globals, action);
   register_llm(app, globals, action);
+  register_report(app, globals, action);
+  register_internal(app, globals, action);
 
   try {
     app.parse(argc, argv);

@@ -25,6 +25,8 @@ void register_doctor(CLI::App& app, Globals& globals, Action& action);
 void register_eval(CLI::App& app, Globals& globals, Action& action);
 void register_llm(CLI::App& app, Globals& globals, Action& action);
 void register_optimize(CLI::App& app, Globals& globals, Action& action);
+void register_report(CLI::App& app, Globals& globals, Action& action);
+void register_internal(CLI::App& app, Globals& globals, Action& action);  // hidden
 
 // Parses argv, runs the chosen subcommand, maps errors to exit codes (0 / 1 / 2).
 int run(int argc, char** argv);

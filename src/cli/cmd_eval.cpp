@@ -65,7 +65,19 @@ void print_report(const nlohmann::json& r) {
                                                        : std::string("float64"))
               << " reference)\n";
   }
-  if (r["ref_ms"].is_number() || r["cand_ms"].is_number()) {
+  if (r.contains("baselines") && r["baselines"].is_array()) {
+    const auto& timing = r.value("timing", nlohmann::json::object());
+    std::cout << "measured    "
+              << (timing.contains("cost")
+                      ? "cost " + number(timing["cost"], "%.0f")
+                      : number(timing.value("median_ms", nlohmann::json()), "%.4f") + " ms")
+              << "\n";
+    for (const auto& b : r["baselines"]) {
+      std::cout << "baseline    " << b.value("name", "") << " " << number(b["value"], "%.4g") << " "
+                << b.value("unit", "") << ", speedup "
+                << number(b.value("speedup", nlohmann::json()), "%.3f") << "x\n";
+    }
+  } else if (r["ref_ms"].is_number() || r["cand_ms"].is_number()) {
     std::cout << "time        eager " << number(r["ref_ms"], "%.4f") << " ms, candidate "
               << number(r["cand_ms"], "%.4f") << " ms, speedup " << number(r["speedup"], "%.3f")
               << "x";
@@ -117,6 +129,53 @@ void print_seconds(const nlohmann::json& r) {
             << number(r.value("worker_wait_seconds", nlohmann::json()), "%.2f") << ")\n";
 }
 
+int report(const EvalCommand& c, const std::vector<nlohmann::json>& results) {
+  bool all_correct = true;
+  for (const auto& result : results) all_correct = all_correct && result.value("correct", false);
+  if (results.size() == 1) {
+    if (c.json) {
+      std::cout << results.front().dump(2) << "\n";
+    } else {
+      print_report(results.front());
+    }
+    return all_correct ? 0 : 1;
+  }
+  const auto summary = latency_summary(results);
+  if (c.json) {
+    nlohmann::json out = {
+        {"results", results}, {"p50_s", summary["p50_s"]}, {"p90_s", summary["p90_s"]}};
+    std::cout << out.dump(2) << "\n";
+  } else {
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      if (i > 0) std::cout << "\n";
+      print_report(results[i]);
+      print_seconds(results[i]);
+    }
+    std::cout << "\nsummary     " << summary["correct"].get<int>() << " of " << results.size()
+              << " correct; per candidate (build + eval) p50 " << number(summary["p50_s"], "%.2f")
+              << " s, p90 " << number(summary["p90_s"], "%.2f") << " s\n";
+  }
+  return all_correct ? 0 : 1;
+}
+
+// OpenCL and RVV: the problem becomes tensor bundles once; each candidate runs natively on them.
+int judge_native(const EvalCommand& c, const EvalOptions& options,
+                 const std::vector<std::filesystem::path>& candidates,
+                 const std::filesystem::path& python) {
+  if (!c.export_path.empty()) {
+    throw input_error("--export writes KernelBench CUDA files",
+                      "drop --export for " + options.backend);
+  }
+  auto backend = make_native_backend(options);
+  const BundleSet bundles = make_bundles(options.problem, options.seeds, options.seed,
+                                         options.cache_dir, python, options.timing_runs);
+  std::vector<nlohmann::json> results;
+  for (const auto& candidate : candidates) {
+    results.push_back(evaluate_native(options, candidate, *backend, bundles));
+  }
+  return report(c, results);
+}
+
 }  // namespace
 
 void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
@@ -135,15 +194,15 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
                    "one process: their CUDA is compiled up front in parallel and each one after "
                    "the first finds a worker already started")
       ->required();
-  eval->add_option("--backend", c->options.backend, "Backend (default: cuda)")
-      ->check(CLI::IsMember({"cuda"}));
+  eval->add_option("--backend", c->options.backend,
+                   "cuda (default), opencl (OpenCL C + launch plan, through the ICD loader) or "
+                   "rvv (C with RVV intrinsics, under QEMU)")
+      ->check(CLI::IsMember({"cuda", "opencl", "rvv"}));
   eval->add_option("--device", c->options.device,
-                   "cuda, cuda:N or cpu (cpu: plain PyTorch candidates on the CPU, as CI runs)")
-      ->check([](const std::string& value) {
-        return value == "cpu" || value == "cuda" || value.rfind("cuda:", 0) == 0
-                   ? std::string()
-                   : "must be cuda, cuda:N or cpu";
-      });
+                   "cuda: cuda, cuda:N or cpu (plain PyTorch candidates on the CPU, as CI runs); "
+                   "opencl: cpu, gpu, P:D or part of the device name");
+  eval->add_option("--vlen", c->options.rvv_vlen, "rvv: vector length QEMU emulates (default 256)")
+      ->check(CLI::IsMember({64, 128, 256, 512, 1024}));
   eval->add_option("--seeds", c->options.seeds,
                    "Verification trials, each with fresh inputs (default 5)")
       ->check(CLI::Range(1, 1000));
@@ -194,6 +253,12 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
           throw input_error("no such file: " + path.string(), "check the path");
         }
       }
+      if (options.backend == "cuda" && options.device != "cpu" && options.device != "cuda" &&
+          options.device.rfind("cuda:", 0) != 0) {
+        throw input_error("--device " + options.device + " is not a CUDA device",
+                          "use cuda, cuda:N or cpu with --backend cuda");
+      }
+      if (options.backend != "cuda" && options.device == "cuda") options.device = "";
       std::string tried;
       auto python = find_torch_python(&tried);
       if (!python) {
@@ -203,6 +268,7 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
       if (options.cache_dir.empty()) options.cache_dir = default_cache_dir();
       // Absolute: workers run in their own temporary directories.
       options.cache_dir = std::filesystem::absolute(options.cache_dir);
+      if (options.backend != "cuda") return judge_native(*c, options, candidates, *python);
       const WorkerConfig config = eval_worker_config(options, *python);
       // Workers kept pre-started (one by default): the first imports torch while the CUDA
       // sources compile, and each taken worker's replacement starts while it evaluates, ready
@@ -225,31 +291,7 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
           spdlog::warn("not exported: the candidate is not correct");
         }
       }
-      if (results.size() == 1) {
-        if (c->json) {
-          std::cout << results.front().dump(2) << "\n";
-        } else {
-          print_report(results.front());
-        }
-        return all_correct ? 0 : 1;
-      }
-      const auto summary = latency_summary(results);
-      if (c->json) {
-        nlohmann::json out = {
-            {"results", results}, {"p50_s", summary["p50_s"]}, {"p90_s", summary["p90_s"]}};
-        std::cout << out.dump(2) << "\n";
-      } else {
-        for (std::size_t i = 0; i < results.size(); ++i) {
-          if (i > 0) std::cout << "\n";
-          print_report(results[i]);
-          print_seconds(results[i]);
-        }
-        std::cout << "\nsummary     " << summary["correct"].get<int>() << " of " << results.size()
-                  << " correct; per candidate (build + eval) p50 "
-                  << number(summary["p50_s"], "%.2f") << " s, p90 "
-                  << number(summary["p90_s"], "%.2f") << " s\n";
-      }
-      return all_correct ? 0 : 1;
+      return report(*c, results);
     };
   });
 }

@@ -139,15 +139,15 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
       "learned to the KB. Exit 0 when the run ends (see status), 1 when it fails, 2 for bad "
       "input");
   cmd->add_option("PROBLEM", c->problem, "KernelBench problem file (Model, get_inputs, ...)");
-  cmd->add_option("--backend", c->options.backend, "cuda (opencl and rvv: not yet)")
+  cmd->add_option("--backend", c->options.backend,
+                  "cuda (default), opencl (OpenCL C kernels through the ICD loader) or rvv (C with "
+                  "RVV intrinsics under QEMU, priced by a deterministic cost model)")
       ->check(CLI::IsMember({"cuda", "opencl", "rvv"}));
   cmd->add_option("--device", c->options.device,
-                  "cuda, cuda:N or cpu (cpu: plain PyTorch candidates, for machines without a GPU)")
-      ->check([](const std::string& value) {
-        return value == "cpu" || value == "cuda" || value.rfind("cuda:", 0) == 0
-                   ? std::string()
-                   : "must be cuda, cuda:N or cpu";
-      });
+                  "cuda: cuda, cuda:N or cpu (plain PyTorch candidates, for machines without a "
+                  "GPU); opencl: cpu, gpu, P:D or part of the device name");
+  cmd->add_option("--vlen", c->options.rvv_vlen, "rvv: vector length QEMU emulates (default 256)")
+      ->check(CLI::IsMember({64, 128, 256, 512, 1024}));
   cmd->add_option("--llm", c->options.llm,
                   "PROVIDER:MODEL (openai:, anthropic:, command:, replay:FILE) or none; default: "
                   "$MBLAST_LLM, the config file, else the first API key set, else none "

@@ -12,18 +12,49 @@ namespace mblast {
 namespace fs = std::filesystem;
 
 Judge::Judge(EvalOptions options, const fs::path& python, const RunDir& run, std::size_t prestarted)
-    : options_(std::move(options)),
-      run_(run),
-      workers_(eval_worker_config(options_, python), prestarted) {}
+    : options_(std::move(options)), run_(run) {
+  if (options_.backend == "cuda") {
+    workers_ = std::make_unique<WorkerPool>(eval_worker_config(options_, python), prestarted);
+  } else {
+    native_ = make_native_backend(options_);
+    bundles_ = make_bundles(options_.problem, options_.seeds, options_.seed, options_.cache_dir,
+                            python, options_.timing_runs);
+  }
+}
 
-nlohmann::json Judge::judge(const fs::path& candidate) {
+void Judge::stop_prestarting() {
+  if (workers_) workers_->set_prestarted(0);
+}
+
+nlohmann::json Judge::native_baseline() {
+  const auto baselines = native_->baselines(options_.problem, bundles_);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& b : baselines) {
+    rows.push_back({{"name", b.name}, {"value", b.value}, {"unit", b.unit}, {"detail", b.detail}});
+  }
+  nlohmann::json result = {{"correct", true},
+                           {"device", options_.device},
+                           {"device_name", native_->hardware()},
+                           {"baselines", rows},
+                           {"torch_version", bundles_.meta.value("torch_version", "")},
+                           {"signature", nlohmann::json::object()}};
+  if (!baselines.empty()) {
+    result[baselines.front().unit == "cost" ? "ref_cost" : "ref_ms"] = baselines.front().value;
+    result["speedup_baseline"] = baselines.front().name;
+  }
+  return result;
+}
+
+nlohmann::json Judge::judge(const fs::path& candidate, bool compile_baseline) {
   if (auto stored = run_.stored_result(candidate)) {
     spdlog::debug("judge: {} was judged earlier in this run", candidate.filename().string());
     return *stored;
   }
   EvalOptions options = options_;
   options.candidate = candidate;
-  nlohmann::json result = evaluate(options, workers_);
+  options.compile_baseline = compile_baseline;
+  nlohmann::json result = native_ ? evaluate_native(options, candidate, *native_, bundles_)
+                                  : evaluate(options, *workers_);
   ++evaluations_run_;
   // A step redone after a kill then writes the same attempt rows (their ids hash this time).
   result["judged_at"] = utc_now();

@@ -2,6 +2,7 @@
 // The loop's judge: `mblast eval` on candidates in the run directory, each judged at most once
 // per run (results stored next to the candidate, so a resumed run reuses them).
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -10,25 +11,38 @@
 #include "core/run_dir.hpp"
 #include "mblast/agents.hpp"
 #include "mblast/eval.hpp"
+#include "mblast/native.hpp"
 #include "mblast/worker.hpp"
 
 namespace mblast {
 
+// CUDA candidates (and plain PyTorch ones on the CPU) are judged by the Python worker pool;
+// OpenCL and RVV candidates by their native backend on the problem's tensor bundles.
 class Judge {
  public:
   Judge(EvalOptions options, const std::filesystem::path& python, const RunDir& run,
         std::size_t prestarted);
 
   // The stored result when the candidate was judged before, else a fresh evaluation (stored).
-  nlohmann::json judge(const std::filesystem::path& candidate);
+  // With compile_baseline (CUDA), torch.compile of the reference is timed too.
+  nlohmann::json judge(const std::filesystem::path& candidate, bool compile_baseline = false);
   int evaluations_run() const { return evaluations_run_; }
   // No worker is started ahead any more (the run is ending).
-  void stop_prestarting() { workers_.set_prestarted(0); }
+  void stop_prestarting();
+
+  bool native() const { return native_ != nullptr; }
+  NativeBackend& native_backend() { return *native_; }
+  const BundleSet& bundles() const { return bundles_; }
+  // The native baseline as a result object: correct, device_name, ref_ms or ref_cost,
+  // baselines, tolerance, torch_version.
+  nlohmann::json native_baseline();
 
  private:
   EvalOptions options_;
   const RunDir& run_;
-  WorkerPool workers_;
+  std::unique_ptr<WorkerPool> workers_;
+  std::unique_ptr<NativeBackend> native_;
+  BundleSet bundles_;
   int evaluations_run_ = 0;
 };
 

@@ -57,10 +57,11 @@ class Loop {
   std::optional<std::string> budget_spent(int global_step) const;
   StepResult step(int iteration, int step, int global_step);
   Evaluation write_and_judge(const std::string& stem, const std::string& source,
-                             std::int64_t tokens);
+                             std::int64_t tokens, bool compile_baseline = false);
   std::vector<Evaluation> llm_candidate(const TechniqueRow& technique, const Slot& slot,
                                         const Classification& state, int global_step);
   Evaluation builtin(const TechniqueRow& technique, int global_step);
+  std::string candidate_source(const AgentResult& written);
   CriticContext critic_context(const TrajectoryStep& judged) const;
   void accept(const Evaluation& evaluation, const TechniqueRow& technique, int global_step);
   nlohmann::json finish(const std::string& status, const std::string& reason);
@@ -114,6 +115,7 @@ EvalOptions Loop::eval_options() const {
   e.timing_runs = options_.timing_runs;
   e.profile = true;  // every candidate's signature classifies the state of the next step
   e.timeout = options_.eval_timeout;
+  e.rvv_vlen = options_.rvv_vlen;
   e.cache_dir = options_.cache_dir.empty() ? default_cache_dir() : fs::absolute(options_.cache_dir);
   return e;
 }
@@ -212,21 +214,27 @@ nlohmann::json Loop::run() {
 }
 
 void Loop::baseline() {
-  const std::string source = builtin_candidate(python_, "reference", options_.problem, false);
-  const Evaluation reference = write_and_judge("reference", source, 0);
-  if (reference.outcome != "correct") {
-    throw input_error("the reference itself did not pass its own checks: " +
-                          reference.result.value("error", nlohmann::json("?")).dump(),
-                      "check that the problem is deterministic and runs on " + options_.device);
+  if (judge_.native()) {
+    // The native baselines (PyTorch on the CPU, naive OpenCL, plain C) stand for the reference.
+    baseline_ = judge_.native_baseline();
+    hardware_ = judge_.native_backend().hardware();
+    current_.signature = nlohmann::json::object();
+  } else {
+    const std::string source = builtin_candidate(python_, "reference", options_.problem, false);
+    // The reference's judge also times torch.compile of it: the second baseline of reports.
+    const Evaluation reference = write_and_judge("reference", source, 0, true);
+    if (reference.outcome != "correct") {
+      throw input_error("the reference itself did not pass its own checks: " +
+                            reference.result.value("error", nlohmann::json("?")).dump(),
+                        "check that the problem is deterministic and runs on " + options_.device);
+    }
+    baseline_ = reference.result;
+    hardware_ = hardware_of(baseline_);
+    current_.file = reference.file;
+    current_.signature =
+        baseline_.value("reference_signature", baseline_.value("signature", nlohmann::json()));
+    current_.time_ms = number_field(baseline_, "ref_ms");
   }
-  baseline_ = reference.result;
-  hardware_ = hardware_of(baseline_);
-  current_.file = reference.file;
-  current_.signature =
-      baseline_.value("reference_signature", baseline_.value("signature", nlohmann::json()));
-  current_.time_ms = baseline_.value("ref_ms", nlohmann::json()).is_number()
-                         ? std::optional<double>(baseline_["ref_ms"].get<double>())
-                         : std::nullopt;
   slots_ = slots_from_signature(current_.signature, agents_.available());
   for (const auto& op : current_.signature.value("ops", nlohmann::json::array())) {
     if (op.value("share", 0.0) >= 0.1) heavy_ops_.push_back(op.value("name", ""));
@@ -235,6 +243,8 @@ void Loop::baseline() {
   for (const auto& slot : slots_) slot_list += (slot_list.empty() ? "" : ", ") + slot.id;
   progress_({"baseline",
              {{"ref_ms", baseline_.value("ref_ms", nlohmann::json())},
+              {"ref_cost", baseline_.value("ref_cost", nlohmann::json())},
+              {"baselines", baseline_.value("baselines", nlohmann::json())},
               {"hardware", hardware_},
               {"slots", slot_list}}});
   nlohmann::json config = run_.config();
@@ -325,8 +335,9 @@ StepResult Loop::step(int iteration, int step_in_iteration, int global) {
   SelectorConfig selector;
   selector.llm_available = agents_.available();
   selector.allowed_requirements = allowed_requirements(options_, baseline_);
-  const auto techniques = eligible_techniques(kb_.techniques(options_.backend), slot.id, current_,
-                                              tried_on_current_, options_.techniques);
+  const auto techniques =
+      eligible_techniques(kb_.techniques(options_.backend), slot.id, current_, tried_on_current_,
+                          options_.techniques, judge_.native());
   const Selection selection =
       select_technique(techniques, kb_.reward_stats(options_.backend, state.state_id),
                        state.state_id, options_.backend, hardware_, selector,
@@ -480,10 +491,11 @@ StepResult Loop::step(int iteration, int step_in_iteration, int global) {
 }
 
 Evaluation Loop::write_and_judge(const std::string& stem, const std::string& source,
-                                 std::int64_t tokens) {
+                                 std::int64_t tokens, bool compile_baseline) {
   Evaluation evaluation;
-  evaluation.file = run_.save_candidate(stem, source);
-  evaluation.result = judge_.judge(evaluation.file);
+  evaluation.file = run_.save_candidate(
+      stem, source, judge_.native() ? judge_.native_backend().extension() : ".py");
+  evaluation.result = judge_.judge(evaluation.file, compile_baseline);
   evaluation.outcome = attempt_outcome(evaluation.result);
   evaluation.tokens = tokens;
   return evaluation;
@@ -491,10 +503,22 @@ Evaluation Loop::write_and_judge(const std::string& stem, const std::string& sou
 
 Evaluation Loop::builtin(const TechniqueRow& technique, int global) {
   const std::string transform = technique.builtin.value("transform", "");
-  const std::string source = current_.is_reference
-                                 ? builtin_candidate(python_, transform, options_.problem, false)
-                                 : builtin_candidate(python_, transform, current_.file, true);
+  std::string source;
+  if (judge_.native()) {
+    source = judge_.native_backend().builtin_variant(transform, current_.file, judge_.bundles());
+  } else if (current_.is_reference) {
+    source = builtin_candidate(python_, transform, options_.problem, false);
+  } else {
+    source = builtin_candidate(python_, transform, current_.file, true);
+  }
   return write_and_judge(fmt::format("s{:03d}-{}", global, transform), source, 0);
+}
+
+std::string Loop::candidate_source(const AgentResult& written) {
+  if (!judge_.native()) return written.candidate_source;
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& block : written.files) files.emplace_back(block.file, block.code);
+  return judge_.native_backend().assemble(files);
 }
 
 std::vector<Evaluation> Loop::llm_candidate(const TechniqueRow& technique, const Slot& slot,
@@ -533,9 +557,10 @@ std::vector<Evaluation> Loop::llm_candidate(const TechniqueRow& technique, const
   std::int64_t tokens = 0;
   try {
     AgentResult written = run_actor(*agents_.actor, actor);
-    source = written.candidate_source;
+    source = candidate_source(written);
     tokens = written.response.input_tokens + written.response.output_tokens;
-  } catch (const ResponseError& e) {
+  } catch (const Error& e) {
+    if (e.code() != ExitCode::bad_input && !dynamic_cast<const ResponseError*>(&e)) throw;
     Evaluation none;
     none.file = run_.save_candidate(fmt::format("s{:03d}-no-candidate", global),
                                     "# the actor's answer held no candidate\n");
@@ -574,7 +599,8 @@ std::vector<Evaluation> Loop::llm_candidate(const TechniqueRow& technique, const
       evaluations.push_back(
           write_and_judge(fmt::format("{}-fix{}", stem, fix), repaired.candidate_source,
                           repaired.response.input_tokens + repaired.response.output_tokens));
-    } catch (const ResponseError& e) {
+    } catch (const Error& e) {
+      if (e.code() != ExitCode::bad_input && !dynamic_cast<const ResponseError*>(&e)) throw;
       spdlog::warn("fix agent: no usable candidate in its answer: {}", e.what());
       break;
     }
@@ -648,21 +674,39 @@ nlohmann::json Loop::finish(const std::string& status, const std::string& reason
       {"best_file", nlohmann::json()},
       {"kernelbench_file", nlohmann::json()},
       {"baseline_ms", baseline_.value("ref_ms", nlohmann::json())},
+      {"baseline_cost", baseline_.value("ref_cost", nlohmann::json())},
+      {"speedup_baseline", baseline_.value("speedup_baseline", nlohmann::json("eager"))},
+      {"baselines", baseline_.value("baselines", nlohmann::json::array())},
       {"best_ms", best_ && best_->time_ms ? nlohmann::json(*best_->time_ms) : nlohmann::json()},
+      {"compile_ms", baseline_.value("compile_ms", nlohmann::json())},
+      {"speedup_vs_compile", nlohmann::json()},
       {"tokens", tokens},
       {"cost_usd", t["cost_usd"]},
       {"llm_usage", t},
       {"tolerance", baseline_.value("tolerance", nlohmann::json())},
       {"seconds",
        seconds_before_ + std::chrono::duration<double>(Clock::now() - started_).count()}};
+  if (best_ && best_->time_ms && result["compile_ms"].is_number() && *best_->time_ms > 0) {
+    // Both times come from their own interleaved runs against eager: compare them through it.
+    const double eager_over_compile =
+        baseline_.value("ref_ms", 0.0) > 0
+            ? result["compile_ms"].get<double>() / baseline_["ref_ms"].get<double>()
+            : 0;
+    if (eager_over_compile > 0) result["speedup_vs_compile"] = best_->speedup * eager_over_compile;
+  }
   if (best_) {
-    run_.write_text("best.py", read_text_file(best_->file, "candidate"));
-    result["best_file"] = (run_.path() / "best.py").string();
+    const std::string best_name =
+        judge_.native() ? "best" + judge_.native_backend().extension() : "best.py";
+    run_.write_text(best_name, read_text_file(best_->file, "candidate"));
+    result["best_file"] = (run_.path() / best_name).string();
     try {
+      if (judge_.native()) throw job_error("KernelBench takes CUDA candidates only");
       export_kernelbench(best_->file, run_.path() / "best_kernelbench.py", python_);
       result["kernelbench_file"] = (run_.path() / "best_kernelbench.py").string();
     } catch (const Error& e) {
-      spdlog::warn("the best candidate could not be exported for KernelBench: {}", e.what());
+      if (!judge_.native()) {
+        spdlog::warn("the best candidate could not be exported for KernelBench: {}", e.what());
+      }
     }
   }
   run_.write_json("run.json", result);
@@ -677,9 +721,13 @@ nlohmann::json Loop::finish(const std::string& status, const std::string& reason
 }
 
 void check_options(const OptimizeOptions& o) {
-  if (o.backend != "cuda") {
-    throw input_error("the " + o.backend + " backend cannot run optimize yet",
-                      "use --backend cuda (with --device cpu on a machine without a GPU)");
+  if (o.backend != "cuda" && o.backend != "opencl" && o.backend != "rvv") {
+    throw input_error("unknown backend " + o.backend, "use --backend cuda, opencl or rvv");
+  }
+  if (o.backend == "cuda" && o.device != "cpu" && o.device != "cuda" &&
+      o.device.rfind("cuda:", 0) != 0) {
+    throw input_error("--device " + o.device + " is not a CUDA device",
+                      "use cuda, cuda:N or cpu with --backend cuda");
   }
   if (o.iterations < 1 || o.steps < 1) throw input_error("--iterations and --steps must be >= 1");
   if (!fs::is_regular_file(o.problem)) {
@@ -701,6 +749,7 @@ fs::path default_run_dir(const OptimizeOptions& o) {
 void request_optimize_stop() { g_stop_requested = true; }
 
 nlohmann::json optimize(OptimizeOptions options, const ProgressFn& progress) {
+  if (options.backend != "cuda" && options.device == "cuda") options.device = "";  // native: auto
   check_options(options);
   options.problem = fs::absolute(options.problem);
   if (options.out.empty()) options.out = default_run_dir(options);

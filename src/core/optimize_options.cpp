@@ -55,7 +55,8 @@ nlohmann::json options_to_json(const OptimizeOptions& o) {
           {"kb", o.kb.string()},
           {"out", o.out.string()},
           {"cache_dir", o.cache_dir.string()},
-          {"prestart", o.prestart}};
+          {"prestart", o.prestart},
+          {"rvv_vlen", o.rvv_vlen}};
 }
 
 OptimizeOptions options_from_json(const nlohmann::json& j) {
@@ -99,6 +100,7 @@ OptimizeOptions options_from_json(const nlohmann::json& j) {
     read(j, "cache_dir", text);
     o.cache_dir = text;
     read(j, "prestart", o.prestart);
+    read(j, "rvv_vlen", o.rvv_vlen);
   } catch (const nlohmann::json::exception& e) {
     throw input_error(std::string("the run's options are not readable: ") + e.what(),
                       "the run directory is damaged; start a new run with --out");

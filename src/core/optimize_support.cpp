@@ -69,12 +69,14 @@ std::vector<std::string> allowed_requirements(const OptimizeOptions& options,
 std::vector<TechniqueRow> eligible_techniques(const std::vector<TechniqueRow>& all,
                                               const std::string& slot, const Current& current,
                                               const std::set<std::string>& tried_on_current,
-                                              const std::vector<std::string>& only) {
+                                              const std::vector<std::string>& only,
+                                              bool builtins_need_a_candidate) {
   std::vector<TechniqueRow> eligible;
   for (const auto& technique : all) {
     if (!only.empty() && std::find(only.begin(), only.end(), technique.id) == only.end()) continue;
     if (technique.implementer == "builtin") {
       if (slot != "model") continue;
+      if (builtins_need_a_candidate && current.is_reference) continue;
       // A deterministic transform gives the same candidate again: one try per implementation.
       if (tried_on_current.count(technique.id)) continue;
       if (std::find(current.lineage.begin(), current.lineage.end(), technique.id) !=

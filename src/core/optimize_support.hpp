@@ -61,11 +61,13 @@ std::vector<std::string> allowed_requirements(const OptimizeOptions& options,
                                               const nlohmann::json& baseline_result);
 
 // Techniques a step in `slot` may pick: those in `only` (when it is not empty); built-ins only
-// for the whole model, none already in the current implementation's lineage or tried on it.
+// for the whole model, none already in the current implementation's lineage or tried on it, and
+// (native backends, whose built-ins tune a kernel) only once there is a candidate to tune.
 std::vector<TechniqueRow> eligible_techniques(const std::vector<TechniqueRow>& all,
                                               const std::string& slot, const Current& current,
                                               const std::set<std::string>& tried_on_current,
-                                              const std::vector<std::string>& only);
+                                              const std::vector<std::string>& only,
+                                              bool builtins_need_a_candidate);
 
 std::vector<StateEvidence> state_evidence(const Classification& classification);
 

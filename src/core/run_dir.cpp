@@ -121,9 +121,10 @@ void RunDir::append_step(const nlohmann::json& step) const {
               step.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
-fs::path RunDir::save_candidate(const std::string& stem, const std::string& source) const {
+fs::path RunDir::save_candidate(const std::string& stem, const std::string& source,
+                                const std::string& extension) const {
   const fs::path file =
-      path_ / "candidates" / (stem + "-" + sha256_hex(source).substr(0, 12) + ".py");
+      path_ / "candidates" / (stem + "-" + sha256_hex(source).substr(0, 12) + extension);
   if (!fs::exists(file)) write_file_atomically(file, source);
   return file;
 }

@@ -35,8 +35,9 @@ class RunDir {
   std::vector<nlohmann::json> steps() const;
   void append_step(const nlohmann::json& step) const;
 
-  // Writes `source` as candidates/<stem>-<hash12>.py unless it is there; returns its path.
-  std::filesystem::path save_candidate(const std::string& stem, const std::string& source) const;
+  // Writes `source` as candidates/<stem>-<hash12><extension> unless it is there; returns its path.
+  std::filesystem::path save_candidate(const std::string& stem, const std::string& source,
+                                       const std::string& extension = ".py") const;
 
   // The judge's result stored for a candidate file, if it was judged.
   std::optional<nlohmann::json> stored_result(const std::filesystem::path& candidate) const;

@@ -1,0 +1,121 @@
+#include "opencl/opencl_backend.hpp"
+
+#include <cstdlib>
+
+#include "mblast/error.hpp"
+#include "mblast/process.hpp"
+#include "opencl/scratch_dir.hpp"
+
+namespace mblast::opencl {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string tail(const std::string& text, std::size_t max_chars = 2000) {
+  return text.size() <= max_chars ? text : "..." + text.substr(text.size() - max_chars);
+}
+
+// Set in the child's environment. A child that finds it set was started from a binary that is
+// not mblast (a test binary re-running itself, say) and would start another one, and so on.
+constexpr const char* kChildMarker = "MBLAST_OPENCL_RUNNER_CHILD";
+
+fs::path runner_binary(const OpenClOptions& options) {
+  if (!options.mblast_binary.empty()) return options.mblast_binary;
+  if (const char* binary = std::getenv("MBLAST_BINARY"); binary != nullptr && *binary != '\0') {
+    return binary;
+  }
+  return fs::read_symlink("/proc/self/exe");
+}
+
+ProcessSpec child_spec(const fs::path& candidate, const BundleSet& bundles,
+                       const OpenClOptions& options, const fs::path& out_dir) {
+  const fs::path binary = runner_binary(options);
+  ProcessSpec spec;
+  spec.argv = {binary.string(),
+               "internal",
+               "opencl-run",
+               "--candidate",
+               fs::absolute(candidate).string(),
+               "--out",
+               out_dir.string(),
+               "--runs",
+               std::to_string(options.runs),
+               "--device",
+               options.device};
+  for (const auto& file : bundles.files) {
+    spec.argv.push_back("--bundle");
+    spec.argv.push_back(fs::absolute(file).string());
+  }
+  spec.env[kChildMarker] = "1";
+  spec.timeout = options.timeout;
+  return spec;
+}
+
+// The child's one JSON line, if it wrote one.
+nlohmann::json report_of(const ProcessResult& result) {
+  const auto report = nlohmann::json::parse(result.out, nullptr, false);
+  return report.is_object() ? report : nlohmann::json();
+}
+
+NativeRunResult from_report(const nlohmann::json& report, const fs::path& out_dir) {
+  if (report.contains("setup_error")) {
+    throw Error(static_cast<ExitCode>(report.value("exit_code", 1)),
+                report.value("setup_error", std::string()), report.value("hint", std::string()));
+  }
+  NativeRunResult run;
+  run.error_kind = report.value("error_kind", std::string());
+  run.error = report.value("error", std::string());
+  run.timing = report.value("timing", nlohmann::json::object());
+  run.device_name = report.value("device", std::string());
+  run.build_seconds = report.value("build_seconds", 0.0);
+  run.run_seconds = report.value("run_seconds", 0.0);
+  run.details = {{"build_log", report.value("build_log", std::string())},
+                 {"launches", report.value("launches", nlohmann::json::array())}};
+  for (const auto& name : report.value("outputs", nlohmann::json::array())) {
+    run.outputs.push_back(read_bundle(out_dir / name.get<std::string>()).tensors);
+  }
+  return run;
+}
+
+}  // namespace
+
+NativeRunResult run_opencl_candidate(const fs::path& candidate, const BundleSet& bundles,
+                                     const OpenClOptions& options) {
+  if (std::getenv(kChildMarker) != nullptr) {
+    throw job_error("the OpenCL runner was started from a binary that is not mblast",
+                    "set OpenClOptions::mblast_binary or $MBLAST_BINARY to the mblast executable");
+  }
+  if (bundles.files.empty()) {
+    throw input_error("no tensor bundle to run the OpenCL candidate on",
+                      "make the problem's bundles first (make_bundles)");
+  }
+  const ScratchDir out_dir;
+  const ProcessResult result = run_process(child_spec(candidate, bundles, options, out_dir.path()));
+  NativeRunResult run;
+  if (result.timed_out) {
+    run.error_kind = "timeout";
+    run.error = "the candidate did not finish within " + std::to_string(options.timeout.count()) +
+                " s and was killed: an endless loop, work-items waiting at a barrier that others "
+                "never reach, or far too much work";
+    return run;
+  }
+  if (result.term_signal != 0) {
+    run.error_kind = "crash";
+    run.error = "the candidate crashed the OpenCL runner (" + result.describe() +
+                "): look for out-of-bounds or null pointer accesses in the kernels";
+    if (!result.err.empty()) run.error += "\nrunner stderr:\n" + tail(result.err);
+    return run;
+  }
+  const nlohmann::json report = report_of(result);
+  if (report.is_null()) {
+    // Without a report the runner died inside the driver, which candidates can cause too.
+    run.error_kind = "crash";
+    run.error = "the OpenCL runner stopped without a report (" + result.describe() + "):\n" +
+                tail(result.err);
+    return run;
+  }
+  return from_report(report, out_dir.path());
+}
+
+}  // namespace mblast::opencl

@@ -1,0 +1,29 @@
+#pragma once
+// The OpenCL backend's entry point: runs one candidate on a problem's tensor bundles in a child
+// process (`mblast internal opencl-run`), so that a candidate that hangs or crashes takes only
+// the child down. The candidate format is in opencl_candidate.hpp.
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+#include "mblast/bundle.hpp"
+#include "mblast/native.hpp"
+
+namespace mblast::opencl {
+
+struct OpenClOptions {
+  std::string device;  // "" or "cpu", "gpu", "PLATFORM:DEVICE" or part of a device name
+  int runs = 30;       // timed forward passes on the first bundle
+  std::chrono::seconds timeout{120};  // for the whole child: build, runs and timing
+  // The mblast binary to run the child with; empty: $MBLAST_BINARY if set, else this process's
+  // own executable (which must then be mblast).
+  std::filesystem::path mblast_binary;
+};
+
+// Builds, runs and times the candidate. Its failures come back in error_kind ("compile",
+// "candidate_runtime", "timeout", "crash"); throws mblast::Error when the job itself is wrong
+// (no such device, unreadable files).
+NativeRunResult run_opencl_candidate(const std::filesystem::path& candidate,
+                                     const BundleSet& bundles, const OpenClOptions& options);
+
+}  // namespace mblast::opencl

@@ -1,0 +1,331 @@
+#include "rvv_runner.hpp"
+
+#include <stdlib.h>
+
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <sstream>
+
+#include "mblast/error.hpp"
+#include "mblast/eval.hpp"
+#include "mblast/process.hpp"
+#include "rvv_cost_model.hpp"
+#include "rvv_elf.hpp"
+#include "rvv_io.hpp"
+#include "rvv_toolchain.hpp"
+#include "rvv_trace.hpp"
+
+namespace mblast {
+namespace {
+
+namespace fs = std::filesystem;
+using rvv::CostWindow;
+using rvv::TraceCost;
+
+constexpr std::size_t kMaxStreamBytes = 1 << 20;
+constexpr std::size_t kLogTailBytes = 4000;
+constexpr int kSigxfsz = 25;
+
+// A private scratch folder for one run, removed with everything the run left in it.
+class Scratch {
+ public:
+  Scratch() {
+    std::string pattern = (fs::temp_directory_path() / "mblast-rvv-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) {
+      throw job_error("cannot create a scratch folder under " + fs::temp_directory_path().string());
+    }
+    path_ = pattern;
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_file(const fs::path& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  if (!out) throw job_error("cannot write " + path.string(), "check free space");
+}
+
+std::string tail(const std::string& text) {
+  return text.size() <= kLogTailBytes ? text : "..." + text.substr(text.size() - kLogTailBytes);
+}
+
+// `unshare -n` when it works here, so candidate code has no network.
+const std::vector<std::string>& network_sandbox() {
+  static const std::vector<std::string> prefix = [] {
+    const std::vector<std::string> unshare = {"unshare", "-n", "--"};
+    if (!find_program("unshare")) return std::vector<std::string>{};
+    ProcessSpec spec;
+    spec.argv = unshare;
+    spec.argv.push_back("true");
+    spec.timeout = std::chrono::seconds(10);
+    try {
+      return run_process(spec).ok() ? unshare : std::vector<std::string>{};
+    } catch (const Error&) {
+      return std::vector<std::string>{};
+    }
+  }();
+  return prefix;
+}
+
+void validate(const RvvOptions& options) {
+  const auto power_of_two = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
+  if (!power_of_two(options.vlen) || options.vlen < 128 || options.vlen > 1024) {
+    throw input_error("VLEN " + std::to_string(options.vlen) + " is not supported",
+                      "use a power of two from 128 to 1024");
+  }
+  if (!power_of_two(options.dlen) || options.dlen < 32 || options.dlen > options.vlen) {
+    throw input_error("DLEN " + std::to_string(options.dlen) + " is not supported",
+                      "use a power of two from 32 to VLEN");
+  }
+  if (options.cost_bundles < 1) throw input_error("cost_bundles must be at least 1");
+}
+
+struct BundleRun {
+  std::string error_kind;
+  std::string error;
+  rvv::HarnessOutput output;
+  std::optional<TraceCost> cost;
+  double seconds = 0;
+};
+
+// The cost window's markers, and the harness's main, which the trace leaves out (its copies
+// and checks would otherwise dominate the trace; none of its code runs inside the window except
+// the calls to the forward and the markers).
+struct Layout {
+  CostWindow window;
+  std::string trace_filter;  // QEMU -dfilter ranges: everything but main
+};
+
+Layout executable_layout(const fs::path& executable) {
+  const rvv::ElfFile elf = rvv::read_elf(executable);
+  const auto begin = elf.global_function("mblast_begin");
+  const auto end = elf.global_function("mblast_end");
+  const auto main = elf.global_function("main");
+  if (!begin || !end || !main || main->value == 0 || main->size == 0) {
+    throw job_error("the RVV executable " + executable.string() +
+                    " lacks the harness's main or its mblast_begin / mblast_end markers");
+  }
+  const auto hex = [](std::uint64_t v) {
+    std::ostringstream text;
+    text << "0x" << std::hex << v;
+    return text.str();
+  };
+  Layout layout;
+  layout.window = {begin->value, end->value};
+  layout.trace_filter =
+      "0.." + hex(main->value - 1) + "," + hex(main->value + main->size) + "..0xffffffffffffffff";
+  return layout;
+}
+
+class QemuRun {
+ public:
+  QemuRun(const fs::path& executable, const RvvOptions& options, Layout layout)
+      : executable_(executable), options_(options), layout_(std::move(layout)) {}
+
+  BundleRun run(const Bundle& bundle, bool traced) const {
+    Scratch scratch;
+    const fs::path input = scratch.path() / "input.bin";
+    const fs::path output = scratch.path() / "output.bin";
+    const fs::path trace = scratch.path() / "trace.log";
+    write_file(input, rvv::harness_input(bundle));
+
+    ProcessSpec spec;
+    spec.argv = network_sandbox();
+    // ulimit -f caps every file the run writes, the trace first (512-byte blocks in POSIX sh).
+    const std::uint64_t blocks = (options_.max_trace_bytes + 511) / 512;
+    spec.argv.insert(
+        spec.argv.end(),
+        {"/bin/sh", "-c", "ulimit -c 0 && ulimit -f " + std::to_string(blocks) + " && exec \"$@\"",
+         "sh", require_qemu().string(), "-cpu",
+         "rv64,v=true,vext_spec=v1.0,vlen=" + std::to_string(options_.vlen)});
+    if (traced) {
+      spec.argv.insert(spec.argv.end(), {"-d", "in_asm,exec,nochain", "-dfilter",
+                                         layout_.trace_filter, "-D", trace.string()});
+    }
+    spec.argv.insert(spec.argv.end(), {executable_.string(), input.string(), output.string()});
+    spec.cwd = scratch.path();
+    spec.timeout = options_.timeout;
+    spec.max_output_bytes = kMaxStreamBytes;
+    for (const char* name : {"QEMU_LOG", "QEMU_LOG_FILENAME", "QEMU_CPU", "QEMU_STRACE"}) {
+      spec.env[name] = std::nullopt;
+    }
+    const ProcessResult result = run_process(spec);
+
+    BundleRun run;
+    run.seconds = result.wall_seconds;
+    std::error_code ec;
+    const auto trace_bytes = traced ? fs::file_size(trace, ec) : 0;
+    if (result.timed_out) {
+      run.error_kind = "timeout";
+      run.error = "the candidate ran past the timeout and was killed: " + result.describe();
+    } else if (traced &&
+               (result.term_signal == kSigxfsz || trace_bytes >= options_.max_trace_bytes)) {
+      run.error_kind = "timeout";
+      run.error = "the traced run passed the trace cap of " +
+                  std::to_string(options_.max_trace_bytes >> 20) +
+                  " MiB and was stopped: the forward executes far too many instructions";
+    } else if (result.term_signal != 0) {
+      run.error_kind = "crash";
+      run.error = "the candidate crashed: " + result.describe() + "\n" + tail(result.err);
+    } else if (result.exit_code != 0) {
+      run.error_kind = "candidate_runtime";
+      run.error = "the candidate exited with an error: " + result.describe() + "\n" +
+                  tail(result.err + result.out);
+    }
+    if (!run.error_kind.empty()) return run;
+    try {
+      run.output = rvv::read_harness_output(read_file(output), bundle);
+    } catch (const Error& e) {
+      run.error_kind = "candidate_runtime";
+      run.error = std::string(e.what()) + "\n" + tail(result.err + result.out);
+      return run;
+    }
+    if (traced) {
+      std::ifstream in(trace, std::ios::binary);
+      run.cost = rvv::price_trace(in, layout_.window, model());
+      if (!run.cost->window_closed) {
+        run.error_kind = "candidate_runtime";
+        run.error = "the forward never returned to the harness (it exited the process itself)";
+      }
+    }
+    return run;
+  }
+
+  rvv::CostModel model() const { return {options_.vlen, options_.dlen}; }
+
+ private:
+  static const fs::path& require_qemu() { return rvv::require_toolchain().qemu; }
+
+  fs::path executable_;
+  const RvvOptions& options_;
+  Layout layout_;
+};
+
+nlohmann::json cost_json(const std::vector<TraceCost>& costs, const rvv::CostModel& model) {
+  nlohmann::json timing = costs.front().to_json();
+  nlohmann::json per_bundle = nlohmann::json::array();
+  double sum = 0;
+  for (const auto& c : costs) {
+    per_bundle.push_back(c.cost);
+    sum += static_cast<double>(c.cost);
+  }
+  if (costs.size() > 1) timing["cost"] = sum / static_cast<double>(costs.size());
+  timing["per_bundle"] = per_bundle;
+  timing["model"] = model.name();
+  timing["vlen"] = model.vlen;
+  timing["dlen"] = model.dlen;
+  return timing;
+}
+
+std::string read_source(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw input_error("cannot read the RVV candidate " + path.string(), "check the path");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+std::vector<std::string> rvv_compile_flags(const RvvOptions& options) {
+  std::vector<std::string> flags = {options.opt_level, "-march=" + options.march};
+  if (options.autovectorize) {
+    flags.insert(flags.end(),
+                 {"-mllvm", "-riscv-v-vector-bits-min=" + std::to_string(options.vlen)});
+  }
+  flags.insert(flags.end(), options.extra_flags.begin(), options.extra_flags.end());
+  return flags;
+}
+
+NativeRunResult run_rvv_candidate(const fs::path& candidate_c, const BundleSet& bundles,
+                                  const RvvOptions& options) {
+  validate(options);
+  const std::string source = read_source(candidate_c);
+  NativeRunResult result;
+  result.device_name = "qemu-riscv64 " + options.march + " VLEN=" + std::to_string(options.vlen);
+  rvv::BuildRequest request;
+  request.source = source;
+  request.flags = rvv_compile_flags(options);
+  request.cache_dir = (options.cache_dir.empty() ? default_cache_dir() : options.cache_dir) / "rvv";
+  request.timeout = options.timeout;
+  fs::create_directories(request.cache_dir);
+  const rvv::Build build = rvv::build_candidate(request);
+  result.build_seconds = build.seconds;
+  result.details = {{"flags", nlohmann::json::array()},
+                    {"compile_flags", request.flags},
+                    {"build_key", build.key},
+                    {"cached_build", build.cached}};
+  if (!build.ok) {
+    result.error_kind = "compile";
+    result.error = build.log;
+    return result;
+  }
+
+  const QemuRun qemu(build.executable, options, executable_layout(build.executable));
+  std::vector<TraceCost> costs;
+  for (std::size_t i = 0; i < bundles.files.size(); ++i) {
+    const Bundle bundle = read_bundle(bundles.files[i]);
+    BundleRun run = qemu.run(bundle, i < static_cast<std::size_t>(options.cost_bundles));
+    result.run_seconds += run.seconds;
+    if (!run.error_kind.empty()) {
+      result.error_kind = run.error_kind;
+      result.error = run.error;
+      return result;
+    }
+    if (run.output.inputs_modified && result.details["flags"].empty()) {
+      result.details["flags"].push_back("input_mutated");
+    }
+    if (run.cost) costs.push_back(*run.cost);
+    result.outputs.push_back(std::move(run.output.outputs));
+  }
+  if (!costs.empty()) result.timing = cost_json(costs, qemu.model());
+  return result;
+}
+
+fs::path rvv_baseline_source(const fs::path& problem) {
+  fs::path c = problem;
+  c.replace_extension(".c");
+  if (!fs::is_regular_file(c)) {
+    throw input_error("the RVV backend needs the plain C baseline " + c.string() + " beside " +
+                          problem.filename().string(),
+                      "write mblast_forward in plain C there (see prompts/backend_rvv.md)");
+  }
+  return c;
+}
+
+RvvOptions rvv_scalar_options(RvvOptions options) {
+  options.opt_level = "-O2";
+  options.march = "rv64gc";
+  options.autovectorize = false;
+  return options;
+}
+
+RvvOptions rvv_autovec_options(RvvOptions options) {
+  options.opt_level = "-O3";
+  options.march = "rv64gcv";
+  options.autovectorize = true;
+  return options;
+}
+
+RvvBaselines run_rvv_baselines(const fs::path& baseline_c, const BundleSet& bundles,
+                               const RvvOptions& options) {
+  RvvBaselines baselines;
+  baselines.scalar = run_rvv_candidate(baseline_c, bundles, rvv_scalar_options(options));
+  baselines.autovec = run_rvv_candidate(baseline_c, bundles, rvv_autovec_options(options));
+  return baselines;
+}
+
+}  // namespace mblast

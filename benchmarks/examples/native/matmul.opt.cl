@@ -1,0 +1,29 @@
+/* @launch
+{"launches": [
+  {"kernel": "matmul", "global": [64], "local": null,
+   "args": [{"buffer": "input0"}, {"buffer": "input1"}, {"buffer": "output0"}]}]}
+*/
+// Optimized matmul for matmul.py (C = A @ B, 64 x 64 x 64): register blocking. Each work-item
+// computes one whole row of C in four float16 accumulators, so each element of A is loaded once
+// and each row of B streams through as four contiguous float16 loads.
+#define K 64
+#define N 64
+
+__kernel void matmul(__global const float* a, __global const float* b, __global float* c) {
+  const size_t row = get_global_id(0);
+  __global const float* a_row = a + row * K;
+  float16 c0 = 0.0f, c1 = 0.0f, c2 = 0.0f, c3 = 0.0f;
+  for (int k = 0; k < K; ++k) {
+    const float16 a_k = (float16)(a_row[k]);
+    __global const float* b_row = b + k * N;
+    c0 = fma(a_k, vload16(0, b_row), c0);
+    c1 = fma(a_k, vload16(1, b_row), c1);
+    c2 = fma(a_k, vload16(2, b_row), c2);
+    c3 = fma(a_k, vload16(3, b_row), c3);
+  }
+  __global float* c_row = c + row * N;
+  vstore16(c0, 0, c_row);
+  vstore16(c1, 1, c_row);
+  vstore16(c2, 2, c_row);
+  vstore16(c3, 3, c_row);
+}

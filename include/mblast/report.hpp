@@ -1,0 +1,117 @@
+#pragma once
+// `mblast report`: KernelBench metrics, a per-problem table and plots for one run directory or a
+// batch directory (DESIGN.md §7). Loading, metrics and rendering are separate so tests and
+// scripts can use each part.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mblast::report {
+
+// One problem: a finished run, an unfinished one, or one listed in batch.json that never ran.
+struct ProblemRow {
+  std::string name;               // the batch's name for it (file stem), or the run's task
+  std::string task;               // e.g. "level1/19_ReLU"
+  std::string status;             // run.json status, "unfinished" or "not run"
+  bool ran = false;               // a run.json exists for it
+  bool correct = false;           // a verified candidate exists
+  std::optional<double> speedup;  // best_speedup over speedup_baseline
+  std::optional<double> speedup_vs_compile;  // over torch.compile of the reference
+  bool compile_known = false;                // the reference's torch.compile time was measured
+  std::string speedup_baseline;              // "eager", "torch_cpu", ...
+  std::int64_t evaluations = 0;
+  std::int64_t tokens = 0;
+  std::optional<double> cost_usd;
+  std::optional<double> seconds;
+  std::string best_technique;
+  std::string backend;
+  std::string hardware;
+  std::string run_id;
+  std::string run_dir;
+  std::string kb;  // the KB the run wrote to (run.json "kb")
+  nlohmann::json tolerance;
+  // Running best speedup after each step that had one: (evaluations so far, best speedup).
+  std::vector<std::pair<double, double>> trajectory;
+};
+
+struct Report {
+  std::filesystem::path dir;
+  std::string kind;      // "run" or "batch"
+  nlohmann::json batch;  // batch.json, or null
+  std::vector<ProblemRow> rows;
+  std::vector<std::string> warnings;  // skipped lines, missing files: said, not fatal
+};
+
+// Reads a run directory (run.json) or a batch directory (results.jsonl and/or runs/). Throws
+// input_error (exit 2) when DIR is neither or its run.json is malformed.
+Report load_report(const std::filesystem::path& dir);
+
+// Metrics over one kind of speedup, as KernelBench defines them.
+struct SpeedupMetrics {
+  std::string baseline;       // what the speedups are over: "eager", "torch.compile", ...
+  std::int64_t problems = 0;  // the denominator of fast_p
+  std::int64_t correct = 0;   // correct problems with a speedup of this kind
+  std::map<std::string, double> fast_p;  // "fast_0", "fast_1", "fast_1.5", "fast_2"
+  std::optional<double> geomean;         // over the correct problems
+  std::vector<double> speedups;          // of the correct problems, sorted
+};
+
+struct Metrics {
+  std::int64_t problems = 0;  // every problem, run or not
+  std::int64_t ran = 0;
+  std::int64_t not_run = 0;     // listed in batch.json, no run folder
+  std::int64_t unfinished = 0;  // a run folder without run.json
+  std::int64_t correct = 0;
+  double correctness_rate = 0;
+  SpeedupMetrics vs_eager;    // best_speedup (over each run's speedup_baseline)
+  SpeedupMetrics vs_compile;  // over the problems whose torch.compile time is known
+  std::map<std::string, std::int64_t> policies, hardware, backends, baselines;
+  nlohmann::json tolerances = nlohmann::json::array();  // [{atol, rtol, problems}]
+  std::int64_t widened_by_eager = 0;
+  std::int64_t evaluations = 0, tokens = 0;
+  std::optional<double> cost_usd;
+  double seconds = 0;
+};
+
+// fast_p: the fraction of `problems` that are correct and have a speedup > p.
+double fast_p(const std::vector<double>& correct_speedups, std::int64_t problems, double p);
+std::optional<double> geometric_mean(const std::vector<double>& values);
+Metrics compute_metrics(const std::vector<ProblemRow>& rows);
+
+// Technique win rates from the KB: per (state, technique), steps tried and how many were correct
+// and improved on the best before (reward > 0).
+struct TechniqueStat {
+  std::string state;
+  std::string technique;
+  std::int64_t tries = 0;
+  std::int64_t correct = 0;
+  std::int64_t wins = 0;
+  double win_rate() const {
+    return tries ? static_cast<double>(wins) / static_cast<double>(tries) : 0.0;
+  }
+};
+
+struct TechniqueStats {
+  std::string scope;                // "runs": attempts of these runs; "kb": the whole KB
+  std::vector<std::string> kbs;     // files read
+  std::vector<TechniqueStat> rows;  // most tried first
+  std::vector<std::string> notes;   // KBs that could not be read, and why
+};
+
+// `kb` set: every attempt in that KB (input_error if it cannot be opened). Otherwise the
+// attempts of the report's runs, from the KB each run.json names; unreadable ones become notes.
+TechniqueStats technique_stats(const Report& report,
+                               const std::optional<std::filesystem::path>& kb);
+
+// Renderings.
+nlohmann::json to_json(const Report& report, const Metrics& metrics, const TechniqueStats& stats);
+std::string to_markdown(const Report& report, const Metrics& metrics, const TechniqueStats& stats);
+std::string to_html(const Report& report, const Metrics& metrics, const TechniqueStats& stats);
+
+}  // namespace mblast::report

@@ -1,0 +1,91 @@
+// `mblast report DIR`: KernelBench metrics, the per-problem table and plots for a run or a batch.
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "cli/app.hpp"
+#include "mblast/error.hpp"
+#include "mblast/report.hpp"
+
+namespace mblast::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kFooter = R"(
+DIR is a run directory (mblast optimize --out DIR; it holds run.json) or a batch directory
+(scripts/run_kernelbench.sh; it holds batch.json, results.jsonl and runs/). Problems that
+batch.json lists without a finished run count as not correct.
+Metrics follow KernelBench: correctness rate; fast_p, the share of ALL problems that are correct
+and more than p times faster (p = 0, 1, 1.5, 2); the geometric-mean speedup over the correct
+problems. Each against eager (a native backend's own baseline) and against torch.compile where
+its time was measured.
+Technique win rates come from the KB each run wrote to, over the attempts of these runs; with
+--kb PATH, over every attempt in that KB.)";
+
+struct ReportCommand {
+  std::string dir;
+  std::string html;
+  bool json = false;
+};
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::error_code ec;
+  if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
+  const fs::path partial = path.string() + ".partial";
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out.good()) {
+      fs::remove(partial, ec);
+      throw input_error("cannot write " + path.string(), "give --html a writable path");
+    }
+  }
+  fs::rename(partial, path, ec);
+  if (ec) {
+    fs::remove(partial, ec);
+    throw input_error("cannot write " + path.string() + ": " + ec.message(),
+                      "give --html a writable path");
+  }
+}
+
+int run_report(const ReportCommand& command, const Globals& globals) {
+  const report::Report loaded = report::load_report(command.dir);
+  const report::Metrics metrics = report::compute_metrics(loaded.rows);
+  std::optional<fs::path> kb;
+  if (!globals.kb_path.empty()) kb = fs::path(globals.kb_path);
+  const report::TechniqueStats stats = report::technique_stats(loaded, kb);
+  if (!command.html.empty()) {
+    write_file(command.html, report::to_html(loaded, metrics, stats));
+    spdlog::info("wrote the HTML report to {}", command.html);
+  }
+  if (command.json) {
+    std::cout << report::to_json(loaded, metrics, stats).dump(2) << "\n";
+  } else {
+    std::cout << report::to_markdown(loaded, metrics, stats);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_report(CLI::App& app, Globals& globals, Action& action) {
+  auto command = std::make_shared<ReportCommand>();
+  auto* report = app.add_subcommand(
+      "report",
+      "KernelBench metrics (correctness, fast_p, geometric-mean speedup vs eager and "
+      "torch.compile), a per-problem table and plots for a run or batch directory");
+  report->add_option("DIR", command->dir, "Run directory or batch directory")->required();
+  report->add_option("--html", command->html,
+                     "Also write one self-contained HTML page with the plots to FILE");
+  report->add_flag("--json", command->json,
+                   "Print one JSON object for scripts instead of Markdown");
+  report->footer(kFooter);
+  report->callback([&action, &globals, command] {
+    action = [&globals, command] { return run_report(*command, globals); };
+  });
+}
+
+}  // namespace mblast::cli

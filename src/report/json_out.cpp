@@ -1,0 +1,95 @@
+// `mblast report --json`: every metric and row as one object.
+#include "mblast/report.hpp"
+#include "report/json_util.hpp"
+
+namespace mblast::report {
+
+namespace {
+
+nlohmann::json optional_json(const std::optional<double>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json();
+}
+
+nlohmann::json speedup_json(const SpeedupMetrics& m) {
+  nlohmann::json curve = nlohmann::json::array();
+  for (int i = 0; i <= 30; ++i) {
+    const double p = i / 10.0;
+    curve.push_back({{"p", p}, {"fast_p", fast_p(m.speedups, m.problems, p)}});
+  }
+  return {{"baseline", m.baseline}, {"problems", m.problems},
+          {"correct", m.correct},   {"fast_p", m.fast_p},
+          {"fast_p_curve", curve},  {"geomean_speedup", optional_json(m.geomean)},
+          {"speedups", m.speedups}};
+}
+
+nlohmann::json row_json(const ProblemRow& row) {
+  return {{"name", row.name},
+          {"task", row.task},
+          {"status", row.status},
+          {"correct", row.correct},
+          {"speedup", optional_json(row.speedup)},
+          {"speedup_baseline",
+           row.speedup_baseline.empty() ? nlohmann::json() : nlohmann::json(row.speedup_baseline)},
+          {"speedup_vs_compile", optional_json(row.speedup_vs_compile)},
+          {"compile_known", row.compile_known},
+          {"evaluations", row.evaluations},
+          {"tokens", row.tokens},
+          {"cost_usd", optional_json(row.cost_usd)},
+          {"seconds", optional_json(row.seconds)},
+          {"best_technique",
+           row.best_technique.empty() ? nlohmann::json() : nlohmann::json(row.best_technique)},
+          {"backend", row.backend},
+          {"hardware", row.hardware},
+          {"policy", string_or(row.tolerance, "policy")},
+          {"run_id", row.run_id},
+          {"run_dir", row.run_dir},
+          {"trajectory", row.trajectory}};
+}
+
+nlohmann::json techniques_json(const TechniqueStats& stats) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& s : stats.rows) {
+    rows.push_back({{"state", s.state},
+                    {"technique", s.technique},
+                    {"tries", s.tries},
+                    {"correct", s.correct},
+                    {"improved", s.wins},
+                    {"win_rate", s.win_rate()}});
+  }
+  return {{"scope", stats.scope}, {"kbs", stats.kbs}, {"rows", rows}, {"notes", stats.notes}};
+}
+
+}  // namespace
+
+nlohmann::json to_json(const Report& report, const Metrics& m, const TechniqueStats& stats) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : report.rows) rows.push_back(row_json(row));
+  return {{"dir", report.dir.string()},
+          {"kind", report.kind},
+          {"batch", report.batch},
+          {"problems", m.problems},
+          {"ran", m.ran},
+          {"not_run", m.not_run},
+          {"unfinished", m.unfinished},
+          {"correct", m.correct},
+          {"correctness_rate", m.correctness_rate},
+          {"vs_eager", speedup_json(m.vs_eager)},
+          {"vs_compile", speedup_json(m.vs_compile)},
+          {"precision",
+           {{"policies", m.policies},
+            {"tolerances", m.tolerances},
+            {"widened_by_eager", m.widened_by_eager}}},
+          {"hardware", m.hardware},
+          {"backends", m.backends},
+          {"speedup_baselines", m.baselines},
+          {"totals",
+           {{"evaluations", m.evaluations},
+            {"tokens", m.tokens},
+            {"cost_usd", optional_json(m.cost_usd)},
+            {"seconds", m.seconds}}},
+          {"rows", rows},
+          {"techniques", techniques_json(stats)},
+          {"warnings", report.warnings}};
+}
+
+}  // namespace mblast::report

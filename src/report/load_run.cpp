@@ -1,0 +1,161 @@
+// One run directory (or one results.jsonl line) as a report row.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "mblast/error.hpp"
+#include "report/json_util.hpp"
+#include "report/load_support.hpp"
+
+namespace mblast::report {
+
+namespace fs = std::filesystem;
+
+std::string problem_stem(const std::string& problem) { return fs::path(problem).stem().string(); }
+
+std::string task_of(const std::string& problem) {
+  const fs::path path(problem);
+  const std::string folder = path.parent_path().filename().string();
+  return (folder.empty() ? std::string() : folder + "/") + path.stem().string();
+}
+
+std::vector<std::pair<double, double>> read_trajectory(const fs::path& run_dir,
+                                                       std::vector<std::string>& warnings) {
+  std::vector<std::pair<double, double>> points;
+  std::error_code ec;
+  if (!fs::is_regular_file(run_dir / "steps.jsonl", ec)) return points;
+  double best = 0;
+  for (const auto& step : read_json_lines(run_dir / "steps.jsonl", warnings)) {
+    const auto speedup = number_or_null(step, "best_speedup");
+    const auto evaluations = number_or_null(step, "evaluations_total");
+    if (!speedup || !evaluations || *speedup <= 0) continue;
+    best = std::max(best, *speedup);
+    points.emplace_back(*evaluations, best);
+  }
+  return points;
+}
+
+LoadedRun row_from_run(const nlohmann::json& run, const fs::path& run_dir,
+                       std::vector<std::string>& warnings) {
+  LoadedRun loaded;
+  ProblemRow& row = loaded.row;
+  const std::string problem = string_or(run, "problem");
+  row.task =
+      string_or(run, "task", problem.empty() ? run_dir.filename().string() : task_of(problem));
+  row.name = problem.empty() ? row.task : problem_stem(problem);
+  row.status = string_or(run, "status", "unknown");
+  row.ran = true;
+  row.speedup = number_or_null(run, "best_speedup");
+  const auto correct = run.find("correct");
+  row.correct = correct != run.end() && correct->is_boolean() ? correct->get<bool>()
+                                                              : row.speedup.has_value();
+  if (!row.correct) row.speedup.reset();
+  row.speedup_vs_compile = number_or_null(run, "speedup_vs_compile");
+  if (!row.correct) row.speedup_vs_compile.reset();
+  for (auto* speedup : {&row.speedup, &row.speedup_vs_compile}) {
+    if (*speedup && !(std::isfinite(**speedup) && **speedup > 0)) {
+      warnings.push_back(row.task + ": a speedup of " + std::to_string(**speedup) +
+                         " is not a positive number; left out");
+      speedup->reset();
+    }
+  }
+  row.compile_known = number_or_null(run, "compile_ms") || row.speedup_vs_compile;
+  row.speedup_baseline = string_or(run, "speedup_baseline", "eager");
+  row.evaluations = integer_or(run, "evaluations");
+  row.tokens = integer_or(run, "tokens");
+  row.cost_usd = number_or_null(run, "cost_usd");
+  row.seconds = number_or_null(run, "seconds");
+  row.best_technique = string_or(run, "best_technique");
+  row.backend = string_or(run, "backend");
+  row.hardware = string_or(run, "hardware");
+  row.run_id = string_or(run, "run_id");
+  row.kb = string_or(run, "kb");
+  row.tolerance = run.value("tolerance", nlohmann::json());
+  row.run_dir = run_dir.empty() ? string_or(run, "run_dir") : run_dir.string();
+  if (!run_dir.empty()) row.trajectory = read_trajectory(run_dir, warnings);
+  loaded.aliases = {row.name, row.task, problem_stem(row.task)};
+  if (!problem.empty()) loaded.aliases.insert(problem);
+  if (!run_dir.empty()) loaded.aliases.insert(run_dir.filename().string());
+  return loaded;
+}
+
+namespace {
+
+// A run that has not written run.json yet: what config.json and steps.jsonl say so far.
+LoadedRun unfinished_run(const fs::path& dir, std::vector<std::string>& warnings) {
+  nlohmann::json config = nlohmann::json::object();
+  if (fs::is_regular_file(dir / "config.json")) config = read_json_file(dir / "config.json");
+  const nlohmann::json options = config.value("options", nlohmann::json::object());
+  nlohmann::json run = {
+      {"status", "unfinished"},
+      {"problem", string_or(options, "problem", dir.filename().string())},
+      {"backend", string_or(options, "backend")},
+      {"hardware", string_or(config, "hardware")},
+      {"run_id", string_or(config, "run_id")},
+      {"kb", string_or(options, "kb")},
+      {"correct", false},
+      {"tolerance",
+       config.value("baseline", nlohmann::json::object()).value("tolerance", nlohmann::json())}};
+  std::vector<nlohmann::json> steps;
+  if (fs::is_regular_file(dir / "steps.jsonl"))
+    steps = read_json_lines(dir / "steps.jsonl", warnings);
+  if (!steps.empty()) {
+    run["evaluations"] = steps.back().value("evaluations_total", nlohmann::json());
+    run["tokens"] = steps.back().value("tokens_total", nlohmann::json());
+    run["cost_usd"] = steps.back().value("cost_total_usd", nlohmann::json());
+  }
+  LoadedRun loaded = row_from_run(run, dir, warnings);
+  loaded.row.ran = false;
+  warnings.push_back(dir.string() + " has no run.json yet (unfinished); counted as not correct");
+  return loaded;
+}
+
+}  // namespace
+
+LoadedRun load_run_dir(const fs::path& dir, std::vector<std::string>& warnings) {
+  if (!fs::is_regular_file(dir / "run.json")) return unfinished_run(dir, warnings);
+  const nlohmann::json run = read_json_file(dir / "run.json");
+  if (!run.is_object()) {
+    throw input_error((dir / "run.json").string() + " is not a JSON object",
+                      "restore it from the run, or rerun the problem");
+  }
+  return row_from_run(run, dir, warnings);
+}
+
+namespace {
+
+// A run of digits without its leading zeros ("007" -> "7", "0" -> "0").
+std::string digits_without_zeros(const std::string& text, std::size_t begin, std::size_t end) {
+  while (begin + 1 < end && text[begin] == '0') ++begin;
+  return text.substr(begin, end - begin);
+}
+
+std::size_t digits_end(const std::string& text, std::size_t begin) {
+  while (begin < text.size() && std::isdigit(static_cast<unsigned char>(text[begin]))) ++begin;
+  return begin;
+}
+
+}  // namespace
+
+bool natural_less(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const auto ca = static_cast<unsigned char>(a[i]);
+    const auto cb = static_cast<unsigned char>(b[j]);
+    if (std::isdigit(ca) && std::isdigit(cb)) {
+      const std::size_t ei = digits_end(a, i), ej = digits_end(b, j);
+      const std::string na = digits_without_zeros(a, i, ei), nb = digits_without_zeros(b, j, ej);
+      if (na.size() != nb.size()) return na.size() < nb.size();
+      if (na != nb) return na < nb;
+      i = ei;
+      j = ej;
+    } else {
+      if (ca != cb) return ca < cb;
+      ++i;
+      ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+}  // namespace mblast::report

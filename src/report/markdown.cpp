@@ -1,0 +1,98 @@
+// `mblast report`: Markdown on the terminal.
+#include <algorithm>
+#include <sstream>
+
+#include "mblast/report.hpp"
+#include "report/json_util.hpp"
+#include "report/render_text.hpp"
+
+namespace mblast::report {
+
+namespace {
+
+constexpr std::size_t kTechniqueLines = 10;
+
+std::string cell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n')
+      out += ' ';
+    else
+      out.push_back(c);
+  }
+  return out;
+}
+
+void table(std::ostream& out, const std::vector<std::string>& headers,
+           const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right) {
+  out << "|";
+  for (const auto& h : headers) out << " " << cell(h) << " |";
+  out << "\n|";
+  for (std::size_t i = 0; i < headers.size(); ++i) out << (right[i] ? "---:|" : "---|");
+  out << "\n";
+  for (const auto& row : rows) {
+    out << "|";
+    for (const auto& c : row) out << " " << cell(c) << " |";
+    out << "\n";
+  }
+}
+
+}  // namespace
+
+std::string to_markdown(const Report& report, const Metrics& m, const TechniqueStats& stats) {
+  std::ostringstream out;
+  out << "# mblast report: " << report.dir.string() << "\n\n"
+      << summary_text(report, m) << "\n\n"
+      << "- hardware: " << counts_text(m.hardware) << "\n"
+      << "- backend: " << counts_text(m.backends) << "\n"
+      << "- precision: " << precision_text(m) << "\n"
+      << "- speedups over: " << counts_text(m.baselines) << "; torch.compile time known for "
+      << m.vs_compile.problems << " of " << m.problems << " problems\n"
+      << "- evaluations " << m.evaluations << ", tokens " << m.tokens << ", cost "
+      << (m.cost_usd ? "$" + short_number(*m.cost_usd, 4) : std::string("-")) << "\n\n";
+
+  out << "## KernelBench metrics\n\n";
+  std::vector<std::vector<std::string>> lines;
+  for (const auto& line : metric_lines(m))
+    lines.push_back({line.name, line.vs_eager, line.vs_compile});
+  table(out, {"metric", "vs " + m.vs_eager.baseline, "vs torch.compile"}, lines,
+        {false, true, true});
+
+  out << "\n## Problems\n\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& row : report.rows) rows.push_back(problem_cells(row));
+  const auto headers = problem_headers(m);
+  std::vector<bool> right;
+  for (std::size_t i = 0; i < headers.size(); ++i) right.push_back(numeric_column(i));
+  table(out, headers, rows, right);
+
+  out << "\n## Techniques (" << (stats.scope == "kb" ? "whole KB" : "these runs") << ")\n\n";
+  if (stats.rows.empty()) {
+    out << "No attempts found.\n";
+  } else {
+    std::vector<std::vector<std::string>> arms;
+    for (std::size_t i = 0; i < stats.rows.size() && i < kTechniqueLines; ++i) {
+      const auto& s = stats.rows[i];
+      arms.push_back({s.state, s.technique, std::to_string(s.tries), std::to_string(s.correct),
+                      std::to_string(s.wins), percent_text(s.win_rate())});
+    }
+    table(out, {"state", "technique", "tries", "correct", "improved", "win rate"}, arms,
+          {false, false, true, true, true, true});
+    if (stats.rows.size() > kTechniqueLines) {
+      out << "\n"
+          << stats.rows.size() - kTechniqueLines
+          << " more in `mblast report --json` and `--html`.\n";
+    }
+  }
+  std::vector<std::string> notes = stats.notes;
+  notes.insert(notes.end(), report.warnings.begin(), report.warnings.end());
+  if (!notes.empty()) {
+    out << "\n## Notes\n\n";
+    for (const auto& note : notes) out << "- " << note << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace mblast::report

@@ -1,0 +1,30 @@
+#pragma once
+// The words and cells the Markdown and HTML renderings share.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mblast/report.hpp"
+
+namespace mblast::report {
+
+// "Batch of 4 problems: 3 run, 1 not run" / "Run of level1/19_ReLU (finished)".
+std::string summary_text(const Report& report, const Metrics& metrics);
+// "a (3), b (1)"; "-" when empty.
+std::string counts_text(const std::map<std::string, std::int64_t>& counts);
+// "eager-widened (3); atol 0.0001, rtol 0.0001 (3); 0 widened by eager's own error".
+std::string precision_text(const Metrics& metrics);
+
+// The metrics table: a name, the value against the run's baseline, against torch.compile.
+struct MetricLine {
+  std::string name, vs_eager, vs_compile;
+};
+std::vector<MetricLine> metric_lines(const Metrics& metrics);
+
+// The per-problem table.
+std::vector<std::string> problem_headers(const Metrics& metrics);
+std::vector<std::string> problem_cells(const ProblemRow& row);
+// Which problem columns hold numbers (right-aligned).
+bool numeric_column(std::size_t index);
+
+}  // namespace mblast::report

@@ -1,0 +1,259 @@
+// `mblast report` as users and scripts run it: Markdown, --json, --html, --kb, exit codes.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "mblast/kb.hpp"
+#include "test_support.hpp"
+
+namespace mblast {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_mblast;
+using testing::TempDir;
+
+const fs::path kFixtures = fs::path(MBLAST_SOURCE_DIR) / "tests" / "fixtures" / "report";
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::size_t count(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+// Empty when every element opened is closed, in order (void and self-closing ones aside).
+std::string unbalanced(const std::string& html) {
+  static const std::set<std::string> void_elements = {"meta", "br", "hr", "img", "link"};
+  std::vector<std::string> open;
+  for (std::size_t at = html.find('<'); at != std::string::npos; at = html.find('<', at)) {
+    const std::size_t end = html.find('>', at);
+    if (end == std::string::npos) return "a tag never ends";
+    const std::string tag = html.substr(at + 1, end - at - 1);
+    at = end + 1;
+    if (tag.empty() || tag[0] == '!') continue;
+    const bool closing = tag[0] == '/';
+    std::string name = tag.substr(closing ? 1 : 0);
+    name = name.substr(0, name.find_first_of(" \t\n/"));
+    if (tag.back() == '/' || void_elements.count(name)) continue;
+    if (!closing) {
+      open.push_back(name);
+    } else if (open.empty() || open.back() != name) {
+      return "</" + name + "> closes " + (open.empty() ? "nothing" : "<" + open.back() + ">");
+    } else {
+      open.pop_back();
+    }
+  }
+  return open.empty() ? "" : "<" + open.back() + "> is never closed";
+}
+
+TEST(ReportCli, MarkdownShowsMetricsAndEveryProblem) {
+  auto result = run_mblast({"report", (kFixtures / "batch").string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  for (const char* text :
+       {"# mblast report", "Batch of 6 problems: 4 run, 1 unfinished, 1 not run (level 1)",
+        "| fast_1 | 33.3% | 66.7% |", "| correct | 3 (50.0%) | 2 (66.7%) |",
+        "| level1/4_Conv | not run | no |", "| level1/10_Gemm | budget | yes | 1.5x | 3x |",
+        "eager-widened (4), user (1)", "torch.compile time known for 3 of 6 problems",
+        "results.jsonl:5 is not a JSON object"}) {
+    EXPECT_NE(result.out.find(text), std::string::npos) << text << "\n" << result.out;
+  }
+}
+
+TEST(ReportCli, JsonHoldsMetricsRowsAndCurves) {
+  auto result = run_mblast({"report", (kFixtures / "batch").string(), "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto j = nlohmann::json::parse(result.out);
+  EXPECT_EQ(j["kind"], "batch");
+  EXPECT_EQ(j["problems"], 6);
+  EXPECT_EQ(j["ran"], 4);
+  EXPECT_EQ(j["not_run"], 1);
+  EXPECT_EQ(j["correct"], 3);
+  EXPECT_DOUBLE_EQ(j["correctness_rate"].get<double>(), 0.5);
+  EXPECT_EQ(j["vs_eager"]["baseline"], "eager");
+  EXPECT_DOUBLE_EQ(j["vs_eager"]["fast_p"]["fast_1"].get<double>(), 2.0 / 6);
+  EXPECT_DOUBLE_EQ(j["vs_eager"]["fast_p"]["fast_1.5"].get<double>(), 1.0 / 6);
+  EXPECT_NEAR(j["vs_eager"]["geomean_speedup"].get<double>(), std::cbrt(3.0), 1e-12);
+  EXPECT_EQ(j["vs_compile"]["problems"], 3);
+  EXPECT_DOUBLE_EQ(j["vs_compile"]["fast_p"]["fast_2"].get<double>(), 1.0 / 3);
+  EXPECT_NEAR(j["vs_compile"]["geomean_speedup"].get<double>(), std::sqrt(3.75), 1e-12);
+  const auto& curve = j["vs_eager"]["fast_p_curve"];
+  ASSERT_EQ(curve.size(), 31u);
+  EXPECT_DOUBLE_EQ(curve[0]["fast_p"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(curve[30]["p"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(curve[30]["fast_p"].get<double>(), 0.0);
+  EXPECT_EQ(j["precision"]["policies"]["eager-widened"], 4);
+  EXPECT_EQ(j["precision"]["widened_by_eager"], 1);
+  EXPECT_EQ(j["hardware"]["NVIDIA H100 80GB HBM3"], 5);
+  EXPECT_EQ(j["totals"]["tokens"], 14900);
+
+  ASSERT_EQ(j["rows"].size(), 6u);
+  const auto& not_run = j["rows"][3];
+  EXPECT_EQ(not_run["task"], "level1/4_Conv");
+  EXPECT_EQ(not_run["status"], "not run");
+  EXPECT_EQ(not_run["correct"], false);
+  EXPECT_TRUE(not_run["speedup"].is_null());
+  const auto& gemm = j["rows"][5];
+  for (const char* field : {"task", "status", "correct", "speedup", "speedup_vs_compile",
+                            "evaluations", "tokens", "cost_usd", "best_technique", "trajectory"}) {
+    EXPECT_TRUE(gemm.contains(field)) << field;
+  }
+  EXPECT_DOUBLE_EQ(gemm["speedup_vs_compile"].get<double>(), 3.0);
+  EXPECT_EQ(gemm["best_technique"], "cuda/register-tiling");
+  // The runs' KB (/cluster/kb.sqlite) is not on this machine: said, not fatal.
+  EXPECT_EQ(j["techniques"]["scope"], "runs");
+  EXPECT_TRUE(j["techniques"]["rows"].empty());
+  ASSERT_FALSE(j["techniques"]["notes"].empty());
+  EXPECT_NE(j["techniques"]["notes"][0].get<std::string>().find("--kb"), std::string::npos);
+}
+
+TEST(ReportCli, HtmlIsOneSelfContainedPageWithFourPlots) {
+  TempDir dir;
+  const fs::path page = dir / "out" / "report.html";
+  auto result = run_mblast({"report", (kFixtures / "batch").string(), "--html", page.string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("## KernelBench metrics"), std::string::npos);  // still Markdown
+  const std::string html = read_file(page);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(unbalanced(html), "");
+  EXPECT_EQ(count(html, "<svg"), 4u);
+  EXPECT_EQ(count(html, "</svg>"), 4u);
+  for (const char* title : {"Speedup distribution", "fast_p over p", "Best speedup per evaluation",
+                            "Technique win rates by state", "level1/4_Conv", "not run"}) {
+    EXPECT_NE(html.find(title), std::string::npos) << title;
+  }
+  for (const char* external : {"<script", "<link", " src=", " href=", "url(", "@import"}) {
+    EXPECT_EQ(html.find(external), std::string::npos) << external;
+  }
+  EXPECT_FALSE(fs::exists(page.string() + ".partial"));
+
+  // A single run renders too, with its own baseline's name.
+  auto native = run_mblast({"report", (kFixtures / "run_native").string(), "--html",
+                            (dir / "native.html").string(), "--json"});
+  ASSERT_EQ(native.exit_code, 0) << native.err;
+  EXPECT_EQ(nlohmann::json::parse(native.out)["vs_eager"]["baseline"], "scalar_c_O2");
+  const std::string native_html = read_file(dir / "native.html");
+  EXPECT_EQ(unbalanced(native_html), "");
+  EXPECT_NE(native_html.find("vs scalar_c_O2"), std::string::npos);
+}
+
+struct KbFixture {
+  TempDir dir;
+  fs::path kb_path = dir / "kb.sqlite";
+  fs::path run_dir = dir / "run";
+
+  KbFixture() {
+    std::string run_id, other_id;
+    {
+      KnowledgeBase kb(kb_path);
+      RunRow run;
+      run.task = "level1/19_ReLU";
+      run.backend = "cuda";
+      run.hardware = "NVIDIA H100 80GB HBM3";
+      run_id = kb.add_run(run);
+      other_id = kb.add_run(run);
+      std::int64_t step = 0;
+      auto attempt = [&](const std::string& id, const std::string& state,
+                         const std::string& technique, const std::string& outcome,
+                         std::optional<double> reward) {
+        AttemptRow row;
+        row.run_id = id;
+        row.task = run.task;
+        row.state_id = state;
+        row.technique_id = technique;
+        row.backend = "cuda";
+        row.hardware = run.hardware;
+        row.step = ++step;
+        row.outcome = outcome;
+        row.reward = reward;
+        kb.add_attempt(row);
+      };
+      attempt(run_id, "memory-bound", "cuda/builtin-cuda-graph", "correct", 0.4);
+      attempt(run_id, "memory-bound", "cuda/builtin-cuda-graph", "correct", -0.1);
+      attempt(run_id, "memory-bound", "cuda/coalescing-fix", "compile_error", std::nullopt);
+      attempt(run_id, "memory-bound", "cuda/coalescing-fix", "incorrect", -1.0);
+      attempt(other_id, "compute-bound", "cuda/register-tiling", "correct", 0.2);
+    }
+    fs::copy(kFixtures / "run_relu", run_dir, fs::copy_options::recursive);
+    auto run = nlohmann::json::parse(read_file(run_dir / "run.json"));
+    run["run_id"] = run_id;
+    run["kb"] = kb_path.string();
+    std::ofstream(run_dir / "run.json") << run.dump(2);
+  }
+};
+
+TEST(ReportCli, TechniqueWinRatesCountTheseRunsOrTheWholeKb) {
+  KbFixture f;
+  auto result = run_mblast({"report", f.run_dir.string(), "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto techniques = nlohmann::json::parse(result.out)["techniques"];
+  EXPECT_EQ(techniques["scope"], "runs");
+  ASSERT_EQ(techniques["rows"].size(), 2u) << techniques.dump(2);
+  const auto& graph = techniques["rows"][0];  // most tried first
+  EXPECT_EQ(graph["state"], "memory-bound");
+  EXPECT_EQ(graph["technique"], "cuda/builtin-cuda-graph");
+  EXPECT_EQ(graph["tries"], 2);
+  EXPECT_EQ(graph["correct"], 2);
+  EXPECT_EQ(graph["improved"], 1);
+  EXPECT_DOUBLE_EQ(graph["win_rate"].get<double>(), 0.5);
+  const auto& fix = techniques["rows"][1];  // the attempt before its fix carries no reward
+  EXPECT_EQ(fix["technique"], "cuda/coalescing-fix");
+  EXPECT_EQ(fix["tries"], 1);
+  EXPECT_EQ(fix["improved"], 0);
+
+  auto whole = run_mblast({"report", f.run_dir.string(), "--json", "--kb", f.kb_path.string()});
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  techniques = nlohmann::json::parse(whole.out)["techniques"];
+  EXPECT_EQ(techniques["scope"], "kb");
+  EXPECT_EQ(techniques["rows"].size(), 3u);
+
+  TempDir out;
+  auto html = run_mblast({"report", f.run_dir.string(), "--html", (out / "r.html").string()});
+  ASSERT_EQ(html.exit_code, 0) << html.err;
+  const std::string page = read_file(out / "r.html");
+  EXPECT_NE(page.find("1/2"), std::string::npos);  // the heatmap cell: improved / tries
+  EXPECT_EQ(unbalanced(page), "");
+}
+
+TEST(ReportCli, BadInputExitsTwoWithAFix) {
+  TempDir dir;
+  fs::create_directories(dir / "empty");
+  std::ofstream(dir / "file.txt") << "not a folder";
+  fs::create_directories(dir / "broken");
+  std::ofstream(dir / "broken" / "run.json") << "{\"status\": ";
+  const std::vector<std::vector<std::string>> bad = {
+      {"report"},
+      {"report", (dir / "missing").string()},
+      {"report", (dir / "empty").string()},
+      {"report", (dir / "file.txt").string()},
+      {"report", (dir / "broken").string()},
+      {"report", (kFixtures / "run_relu").string(), "--kb", (dir / "no-kb.sqlite").string()},
+      {"report", (kFixtures / "run_relu").string(), "--html",
+       (dir / "file.txt" / "r.html").string()},
+  };
+  for (const auto& args : bad) {
+    auto result = run_mblast(args);
+    const std::string joined = args.size() > 1 ? args[1] : args[0];
+    EXPECT_EQ(result.exit_code, 2) << joined << "\n" << result.err;
+    EXPECT_NE(result.err.find("fix:"), std::string::npos) << joined << "\n" << result.err;
+    EXPECT_TRUE(result.out.empty()) << joined;
+  }
+  auto help = run_mblast({"report", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* word : {"DIR", "--html", "--json", "--kb", "fast_p"}) {
+    EXPECT_NE(help.out.find(word), std::string::npos) << word;
+  }
+}
+
+}  // namespace
+}  // namespace mblast
