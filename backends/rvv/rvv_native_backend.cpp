@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "mblast/error.hpp"
+#include "mblast/eval.hpp"
 #include "rvv_runner.hpp"
 #include "rvv_sweep.hpp"
 
@@ -91,18 +92,9 @@ class RvvBackend final : public NativeBackend {
   }
 
  private:
-  // The precision policy of DESIGN.md §3, as the judge applies it.
   std::pair<double, double> tolerance(const BundleSet& bundles) const {
-    double atol = options_.atol;
-    double rtol = options_.rtol;
-    if (options_.tolerance_policy != "strict") {
-      const auto eager = bundles.meta.is_object()
-                             ? bundles.meta.value("eager", nlohmann::json::object())
-                             : nlohmann::json::object();
-      atol = std::max(atol, 1.5 * eager.value("max_abs_err", 0.0));
-      rtol = std::max(rtol, 1.5 * eager.value("max_rel_err", 0.0));
-    }
-    return {atol, rtol};
+    const auto policy = native_tolerance(options_, bundles.meta);
+    return {policy["atol"].get<double>(), policy["rtol"].get<double>()};
   }
 
   void add_baseline(const std::string& name, const NativeRunResult& result, const fs::path& source,

@@ -52,6 +52,11 @@ std::vector<nlohmann::json> evaluate_all(const EvalOptions& options,
                                          const std::vector<std::filesystem::path>& candidates,
                                          WorkerPool& workers);
 
+// The precision policy of DESIGN.md §3 for a native problem: options.atol / rtol, widened to
+// 1.5x PyTorch's own fp32 error (bundles' meta "eager") unless the policy is "strict".
+// {"atol", "rtol", "policy", "widened_by_eager", "requested_atol", "requested_rtol"}.
+nlohmann::json native_tolerance(const EvalOptions& options, const nlohmann::json& bundle_meta);
+
 // Judges a native candidate (OpenCL or RVV) on the problem's tensor bundles: `backend` builds and
 // runs it; each seed's outputs are compared with the float64 reference under the precision
 // policy (widened to 1.5x PyTorch's own fp32 error unless strict), and its time (OpenCL) or

@@ -11,10 +11,9 @@ namespace mblast {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-nlohmann::json tolerance_of(const EvalOptions& options, const nlohmann::json& meta) {
-  const auto eager = meta.value("eager", nlohmann::json::object());
+nlohmann::json native_tolerance(const EvalOptions& options, const nlohmann::json& meta) {
+  const auto eager =
+      meta.is_object() ? meta.value("eager", nlohmann::json::object()) : nlohmann::json::object();
   const double eager_abs = eager.value("max_abs_err", 0.0);
   const double eager_rel = eager.value("max_rel_err", 0.0);
   double atol = options.atol;
@@ -33,13 +32,11 @@ nlohmann::json tolerance_of(const EvalOptions& options, const nlohmann::json& me
           {"requested_rtol", options.rtol}};
 }
 
-}  // namespace
-
 nlohmann::json evaluate_native(const EvalOptions& options, const fs::path& candidate,
                                NativeBackend& backend, const BundleSet& bundles) {
   const auto started = std::chrono::steady_clock::now();
   const auto baselines = backend.baselines(options.problem, bundles);
-  const nlohmann::json tolerance = tolerance_of(options, bundles.meta);
+  const nlohmann::json tolerance = native_tolerance(options, bundles.meta);
   nlohmann::json result = {{"problem", options.problem.string()},
                            {"candidate", candidate.string()},
                            {"backend", backend.name()},

@@ -368,7 +368,9 @@ StepResult Loop::step(int iteration, int step_in_iteration, int global) {
   if (correct && final.result.value("speedup", nlohmann::json()).is_number()) {
     speedup = final.result["speedup"].get<double>();
   }
-  const double reward = step_reward(correct, speedup, current_.speedup);
+  // A skipped step (a built-in with nothing to change) earns what it gained: nothing.
+  const double reward =
+      final.outcome == "skipped" ? 0.0 : step_reward(correct, speedup, current_.speedup);
   const bool improved = correct && speedup && *speedup > current_.speedup * kMinGain;
   const bool new_best_candidate = correct && speedup && (!best_ || *speedup > best_->speedup);
 
@@ -505,7 +507,18 @@ Evaluation Loop::builtin(const TechniqueRow& technique, int global) {
   const std::string transform = technique.builtin.value("transform", "");
   std::string source;
   if (judge_.native()) {
-    source = judge_.native_backend().builtin_variant(transform, current_.file, judge_.bundles());
+    try {
+      source = judge_.native_backend().builtin_variant(transform, current_.file, judge_.bundles());
+    } catch (const Error& e) {
+      if (e.code() == ExitCode::bad_input) throw;
+      // The transform found nothing better than the current kernel (or does not apply to it):
+      // no new candidate, a step without gain rather than a failure.
+      Evaluation skipped;
+      skipped.file = current_.file;
+      skipped.outcome = "skipped";
+      skipped.result = {{"correct", false}, {"error", e.what()}, {"error_kind", "skipped"}};
+      return skipped;
+    }
   } else if (current_.is_reference) {
     source = builtin_candidate(python_, transform, options_.problem, false);
   } else {
@@ -634,8 +647,8 @@ void Loop::accept(const Evaluation& evaluation, const TechniqueRow& technique, i
   current_.signature = evaluation.result.value("signature", nlohmann::json());
   current_.lineage.push_back(technique.id);
   tried_on_current_.clear();
-  note(fmt::format("step {}: {} is the new best, {:.3f}x over eager", global, technique.id,
-                   current_.speedup));
+  note(fmt::format("step {}: {} is the new best, {:.3f}x over {}", global, technique.id,
+                   current_.speedup, baseline_.value("speedup_baseline", "eager")));
 }
 
 // LLM usage of the whole run: this process's ledger plus what the run spent before a resume.
