@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs `mblast optimize` on the five native problems for OpenCL (PoCL on this CPU) and RVV (QEMU,
-# deterministic cost) with the authored cassettes of tests/fixtures/native, and prints one table
+# deterministic cost) with the authored cassettes of benchmarks/examples/native, and prints one table
 # row per run: the baselines and the verified candidate's speedup over each.
 #   BUILD_DIR  where mblast is (default build)
 set -euo pipefail
@@ -22,7 +22,7 @@ for backend in opencl rvv; do
       rvv/*) technique=rvv/vector-reductions ;;
     esac
     "$mblast" -q --kb "$work/kb.sqlite" optimize "benchmarks/problems/native/$stem.py" \
-      --backend "$backend" --llm "replay:tests/fixtures/native/$backend.jsonl" \
+      --backend "$backend" --llm "replay:benchmarks/examples/native/$backend.cassette.jsonl" \
       --technique "$technique" --iterations 1 --steps 1 --out "$work/$backend-$stem" --json \
       >"$work/$backend-$stem.json"
     python3 - "$work/$backend-$stem.json" "$backend" "$stem" <<'PY'

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and shows mblast on this machine: what it can run here, the
-# knowledge base its agents start from, and `mblast optimize` on the bundled example (a row
-# softmax) with the embedded defaults: CUDA on a GPU machine, plain PyTorch candidates on the CPU
-# otherwise (OpenCL on PoCL takes that place once the OpenCL backend lands); the configured LLM
-# when an API key is set, otherwise a clearly labelled replay of authored answers.
+# knowledge base its agents start from, and `mblast optimize` on a bundled softmax example with
+# the embedded defaults: CUDA on a GPU machine, otherwise OpenCL on PoCL (the CPU); the configured
+# LLM when an API key is set, otherwise a clearly labelled replay of authored answers.
 #   MBLAST_KB   knowledge base file (default: ~/.local/share/mblast/kb.sqlite)
 #   DEMO_OUT    run directory (default: ./mblast-runs/demo-<time>)
 set -euo pipefail
@@ -12,16 +11,26 @@ bash scripts/setup.sh
 mblast=${BUILD_DIR:-build}/mblast
 
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
-  device=cuda
+  backend=cuda
+  problem=benchmarks/problems/row_softmax.py
+  cassette=benchmarks/examples/row_softmax.cassette.jsonl
+  # The online-softmax technique and the built-ins; every request has an answer in the replay.
+  techniques=(--technique cuda/online-softmax --technique cuda/builtin-cuda-graph
+    --technique cuda/builtin-torch-compile --technique cuda/builtin-channels-last
+    --technique cuda/builtin-cudnn-benchmark)
+  steps=3
 else
-  device=cpu
+  backend=opencl
+  problem=benchmarks/problems/native/softmax.py
+  cassette=benchmarks/examples/native/opencl.cassette.jsonl
+  techniques=(--technique opencl/work-group-reduction)
+  steps=1
 fi
-backend=cuda
 if [ -n "${MBLAST_LLM:-}" ] || [ -n "${OPENAI_API_KEY:-}" ] || [ -n "${ANTHROPIC_API_KEY:-}" ]; then
   llm=()  # the configured provider
   llm_note="the LLM configured by your environment"
 else
-  llm=(--llm replay:benchmarks/examples/row_softmax.cassette.jsonl)
+  llm=(--llm "replay:$cassette")
   llm_note="NO LIVE LLM: a replay of authored answers (set OPENAI_API_KEY or ANTHROPIC_API_KEY for a real one)"
 fi
 
@@ -42,15 +51,11 @@ echo "== performance states the classifier chooses between"
 "$mblast" kb query --kind states --limit 40
 
 echo
-echo "== mblast optimize: the loop on the bundled example ($device; $llm_note)"
-# Three steps over the online-softmax technique and the built-ins that apply here, so that the
-# replay holds an answer for every request; with a real LLM, drop --technique to search freely.
-"$mblast" optimize benchmarks/problems/row_softmax.py --device "$device" "${llm[@]}" \
-  --iterations 1 --steps 3 \
-  --technique cuda/online-softmax --technique cuda/builtin-cuda-graph \
-  --technique cuda/builtin-torch-compile --technique cuda/builtin-channels-last \
-  --technique cuda/builtin-cudnn-benchmark \
-  ${DEMO_OUT:+--out "$DEMO_OUT"}
+echo "== mblast optimize: the loop on $problem ($backend; $llm_note)"
+# A few steps limited to techniques the replay answers; with a real LLM, drop --technique and
+# raise --steps to search freely.
+"$mblast" optimize "$problem" --backend "$backend" "${llm[@]}" "${techniques[@]}" \
+  --iterations 1 --steps "$steps" ${DEMO_OUT:+--out "$DEMO_OUT"}
 
 echo
 echo "== what the knowledge base learned (claims)"

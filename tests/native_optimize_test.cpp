@@ -1,6 +1,5 @@
 // `mblast optimize --backend opencl|rvv` on the project's five native problems, driven by the
-// authored cassettes in tests/fixtures/native (made by make_cassettes.py from
-// benchmarks/examples/native): each run must reach a verified candidate that beats its baseline.
+// authored cassettes in benchmarks/examples/native (made by its make_cassettes.py): each run must reach a verified candidate that beats its baseline.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -61,7 +60,7 @@ class NativeOptimize : public ::testing::TestWithParam<Case> {
                     "--backend",
                     c.backend,
                     "--llm",
-                    "replay:" + (kRoot / "tests/fixtures/native" / (c.backend + ".jsonl")).string(),
+                    "replay:" + (kRoot / "benchmarks/examples/native" / (c.backend + ".cassette.jsonl")).string(),
                     "--technique",
                     c.technique,
                     "--iterations",

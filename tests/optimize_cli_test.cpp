@@ -253,6 +253,7 @@ TEST_F(OptimizeCli, TheDemoReplayCarriesTheBundledExamplesAndFinishes) {
   EXPECT_EQ(summary["status"], "finished");
   EXPECT_EQ(summary["steps"], 3);
   EXPECT_EQ(result.err.find("[warning]"), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find("[info] critic"), std::string::npos) << result.err;
 }
 
 TEST_F(OptimizeCli, BadInputExitsTwoWithAFix) {

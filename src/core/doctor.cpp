@@ -1,6 +1,5 @@
 #include "mblast/doctor.hpp"
 
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include "mblast/llm.hpp"
 #include "mblast/process.hpp"
 #include "mblast/python.hpp"
+#include "opencl/opencl_device.hpp"
 
 extern char** environ;
 
@@ -228,64 +228,25 @@ DoctorCheck check_torch() {
               "apt-get install python3-torch, or set MBLAST_PYTHON to a Python with PyTorch");
 }
 
-// The few OpenCL 1.2 entry points the check needs, called through the ICD loader so that the
-// binary does not link OpenCL.
-using ClInt = std::int32_t;
-using ClUint = std::uint32_t;
-using GetPlatformIds = ClInt (*)(ClUint, void**, ClUint*);
-using GetInfo = ClInt (*)(void*, ClUint, std::size_t, void*, std::size_t*);
-using GetDeviceIds = ClInt (*)(void*, std::uint64_t, ClUint, void**, ClUint*);
-constexpr ClUint kClPlatformName = 0x0902;
-constexpr ClUint kClDeviceName = 0x102B;
-constexpr std::uint64_t kClDeviceTypeAll = 0xFFFFFFFF;
-
-std::string cl_name(GetInfo get_info, void* object, ClUint param) {
-  std::size_t size = 0;
-  if (get_info(object, param, 0, nullptr, &size) != 0 || size == 0) return "?";
-  std::string name(size, '\0');
-  if (get_info(object, param, size, name.data(), nullptr) != 0) return "?";
-  return trim(name.c_str());
-}
-
 DoctorCheck check_opencl() {
   DoctorCheck check = make_check(kOpenCl, true);
   const std::string fix = "apt-get install ocl-icd-libopencl1 pocl-opencl-icd";
-  // Never dlclose'd: some OpenCL drivers start threads that must outlive the check.
-  void* lib = ::dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) return fail(check, std::string("no OpenCL ICD loader: ") + ::dlerror(), fix);
-  const auto get_platforms = reinterpret_cast<GetPlatformIds>(::dlsym(lib, "clGetPlatformIDs"));
-  const auto platform_info = reinterpret_cast<GetInfo>(::dlsym(lib, "clGetPlatformInfo"));
-  const auto get_devices = reinterpret_cast<GetDeviceIds>(::dlsym(lib, "clGetDeviceIDs"));
-  const auto device_info = reinterpret_cast<GetInfo>(::dlsym(lib, "clGetDeviceInfo"));
-  if (!get_platforms || !platform_info || !get_devices || !device_info) {
-    return fail(check, "libOpenCL.so.1 lacks the OpenCL 1.2 entry points", fix);
+  std::vector<opencl::DeviceEntry> devices;
+  try {
+    devices = opencl::list_devices();
+  } catch (const std::exception& e) {
+    return fail(check, std::string("the OpenCL ICD loader failed: ") + e.what(), fix);
   }
-  ClUint platform_count = 0;
-  if (get_platforms(0, nullptr, &platform_count) != 0 || platform_count == 0) {
-    return fail(check, "no OpenCL platform installed (no ICD in /etc/OpenCL/vendors)", fix);
+  if (devices.empty()) {
+    return fail(check, "no OpenCL platform with a device (no ICD in /etc/OpenCL/vendors)", fix);
   }
-  std::vector<void*> platforms(platform_count);
-  get_platforms(platform_count, platforms.data(), nullptr);
   std::string detail;
-  ClUint total_devices = 0;
-  for (void* platform : platforms) {
-    ClUint device_count = 0;
-    if (get_devices(platform, kClDeviceTypeAll, 0, nullptr, &device_count) != 0) device_count = 0;
-    std::vector<void*> devices(device_count);
-    if (device_count > 0)
-      get_devices(platform, kClDeviceTypeAll, device_count, devices.data(), nullptr);
-    std::string names;
-    for (void* device : devices) {
-      const std::string name = cl_name(device_info, device, kClDeviceName);
-      if (names.find(name) == std::string::npos) names += (names.empty() ? "" : ", ") + name;
-    }
-    total_devices += device_count;
-    detail += (detail.empty() ? "" : "; ") + cl_name(platform_info, platform, kClPlatformName) +
-              ": " + (names.empty() ? "" : names + " ") + "(" + std::to_string(device_count) +
-              (device_count == 1 ? " device)" : " devices)");
+  for (const auto& d : devices) {
+    detail += (detail.empty() ? "" : "; ") + std::string("device ") +
+              std::to_string(d.platform_index) + ":" + std::to_string(d.device_index) + " (" +
+              d.platform_name + "): " + d.name;
   }
-  if (total_devices == 0) return fail(check, "OpenCL platforms without devices: " + detail, fix);
-  return pass(check, detail);
+  return pass(check, detail + "; choose one with --device P:D, cpu, gpu or part of its name");
 }
 
 // Builds the RVV probe into `dir`; on success `executable` names it.

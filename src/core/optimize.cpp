@@ -401,7 +401,7 @@ StepResult Loop::step(int iteration, int step_in_iteration, int global) {
     } catch (const Error& e) {
       if (e.code() == ExitCode::bad_input) throw;
       if (agents_.replay) {
-        spdlog::info(
+        spdlog::debug(
             "critic: the cassette holds no answer for this step; the rule-based critic "
             "judges it");
       } else {
