@@ -31,6 +31,7 @@ class Contender:
     buffers: List[List[Any]] = field(default_factory=list)
     ms: List[float] = field(default_factory=list)
     wall_ms: List[float] = field(default_factory=list)
+    last: Dict[int, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -74,7 +75,6 @@ def run_timing(s: Session, tol: Tol, rel_l2_limit: float, cfg: TimingConfig) -> 
         c.buffers = [clone_all(p) for p in pristine]
         c.calls = [c.make_call(b) for b in c.buffers]
     timer = make_timer(s.device, cfg.l2_flush)
-    last_cand: Dict[int, Any] = {}
 
     def measure(c: Contender, k: int) -> Measurement:
         c.before()
@@ -86,8 +86,11 @@ def run_timing(s: Session, tol: Tol, rel_l2_limit: float, cfg: TimingConfig) -> 
             raise
         finally:
             c.after()
-        if c.name == "cand":
-            last_cand[k] = m.result
+        # Every contender keeps its last output per input set until its next call on that set,
+        # so that all of them allocate and free alike: a contender whose output is freed at once
+        # meets a different allocator state (glibc's mmap threshold on the CPU) than one whose
+        # output is kept, which once made an identical candidate time 2x apart from the reference.
+        c.last[k] = m.result
         return m
 
     for w in range(cfg.warmup):
@@ -117,7 +120,7 @@ def run_timing(s: Session, tol: Tol, rel_l2_limit: float, cfg: TimingConfig) -> 
             s.resp.add_note(
                 f"candidate wall time with device sync {sum(cand_c.wall_ms):.4g} ms vs events {sum(cand_c.ms):.4g} ms")
 
-    stale_sets = [k for k, raw in sorted(last_cand.items())
+    stale_sets = [k for k, raw in sorted(by_name["cand"].last.items())
                   if not matches(raw, s.refs.get(TIMING_SEED_BASE + k, pristine[k]).outputs, tol, s.req.atol, rel_l2_limit)]
     if stale_sets:
         s.resp.add_flag("result_cache")
