@@ -1,9 +1,11 @@
 #include "opencl/opencl_backend.hpp"
 
 #include <cstdlib>
+#include <functional>
 
 #include "mblast/error.hpp"
 #include "mblast/process.hpp"
+#include "mblast/remote.hpp"
 #include "opencl/scratch_dir.hpp"
 
 namespace mblast::opencl {
@@ -78,20 +80,10 @@ NativeRunResult from_report(const nlohmann::json& report, const fs::path& out_di
   return run;
 }
 
-}  // namespace
-
-NativeRunResult run_opencl_candidate(const fs::path& candidate, const BundleSet& bundles,
-                                     const OpenClOptions& options) {
-  if (std::getenv(kChildMarker) != nullptr) {
-    throw job_error("the OpenCL runner was started from a binary that is not mblast",
-                    "set OpenClOptions::mblast_binary or $MBLAST_BINARY to the mblast executable");
-  }
-  if (bundles.files.empty()) {
-    throw input_error("no tensor bundle to run the OpenCL candidate on",
-                      "make the problem's bundles first (make_bundles)");
-  }
-  const ScratchDir out_dir;
-  const ProcessResult result = run_process(child_spec(candidate, bundles, options, out_dir.path()));
+// What the child's exit says; `outputs_dir` gives the folder holding the outputs its report
+// names (pulled from a remote target first).
+NativeRunResult interpret(const ProcessResult& result, const OpenClOptions& options,
+                          const std::function<fs::path(const nlohmann::json&)>& outputs_dir) {
   NativeRunResult run;
   if (result.timed_out) {
     run.error_kind = "timeout";
@@ -115,7 +107,64 @@ NativeRunResult run_opencl_candidate(const fs::path& candidate, const BundleSet&
                 tail(result.err);
     return run;
   }
-  return from_report(report, out_dir.path());
+  return from_report(report, outputs_dir(report));
+}
+
+NativeRunResult run_on_target(const fs::path& candidate, const BundleSet& bundles,
+                              const OpenClOptions& options) {
+  auto target = make_remote_target(options.remote);
+  const std::string dir = target->make_workdir();
+  struct Cleanup {
+    RemoteTarget& target;
+    std::string dir;
+    ~Cleanup() { target.remove(dir); }
+  } cleanup{*target, dir};
+  const bool here = target->name() == "local";
+  std::vector<std::string> argv = {here ? runner_binary(options).string() : options.remote_mblast,
+                                   "internal",
+                                   "opencl-run",
+                                   "--candidate",
+                                   dir + "/candidate.cl",
+                                   "--out",
+                                   dir + "/out",
+                                   "--runs",
+                                   std::to_string(options.runs),
+                                   "--device",
+                                   options.device};
+  target->push(candidate, dir + "/candidate.cl");
+  for (std::size_t i = 0; i < bundles.files.size(); ++i) {
+    const std::string remote = dir + "/seed-" + std::to_string(i) + ".mbtb";
+    target->push(bundles.files[i], remote);
+    argv.push_back("--bundle");
+    argv.push_back(remote);
+  }
+  const ScratchDir local;
+  const ProcessResult result = target->run(argv, options.timeout);
+  return interpret(result, options, [&](const nlohmann::json& report) {
+    for (const auto& name : report.value("outputs", nlohmann::json::array())) {
+      const std::string file = name.get<std::string>();
+      target->pull(dir + "/out/" + file, local.path() / file);
+    }
+    return local.path();
+  });
+}
+
+}  // namespace
+
+NativeRunResult run_opencl_candidate(const fs::path& candidate, const BundleSet& bundles,
+                                     const OpenClOptions& options) {
+  if (std::getenv(kChildMarker) != nullptr) {
+    throw job_error("the OpenCL runner was started from a binary that is not mblast",
+                    "set OpenClOptions::mblast_binary or $MBLAST_BINARY to the mblast executable");
+  }
+  if (bundles.files.empty()) {
+    throw input_error("no tensor bundle to run the OpenCL candidate on",
+                      "make the problem's bundles first (make_bundles)");
+  }
+  if (!options.remote.empty()) return run_on_target(candidate, bundles, options);
+  const ScratchDir out_dir;
+  const ProcessResult result = run_process(child_spec(candidate, bundles, options, out_dir.path()));
+  return interpret(result, options, [&](const nlohmann::json&) { return out_dir.path(); });
 }
 
 }  // namespace mblast::opencl

@@ -18,6 +18,11 @@ struct OpenClOptions {
   // The mblast binary to run the child with; empty: $MBLAST_BINARY if set, else this process's
   // own executable (which must then be mblast).
   std::filesystem::path mblast_binary;
+  // Where the child runs (include/mblast/remote.hpp): empty for a plain child process here;
+  // "local", "ssh:HOST" or "adb:SERIAL" to push the candidate and bundles to a working folder on
+  // that target, run `remote_mblast internal opencl-run` there and pull the outputs back.
+  std::string remote;
+  std::string remote_mblast = "mblast";  // the mblast binary on a ssh or adb target
 };
 
 // Builds, runs and times the candidate. Its failures come back in error_kind ("compile",

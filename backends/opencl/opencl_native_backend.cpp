@@ -30,6 +30,8 @@ class OpenClBackend final : public NativeBackend {
     run_.device = options.device;
     run_.runs = options.timing_runs;
     run_.timeout = options.timeout;
+    run_.remote = options.remote;
+    run_.remote_mblast = options.remote_mblast;
   }
 
   std::string name() const override { return "opencl"; }
@@ -64,6 +66,9 @@ class OpenClBackend final : public NativeBackend {
   }
 
   std::string hardware() override {
+    if (hardware_.empty() && !options_.remote.empty() && options_.remote != "local") {
+      hardware_ = options_.remote + (options_.device.empty() ? "" : " device " + options_.device);
+    }
     if (hardware_.empty()) {
       const DeviceEntry device = select_device(options_.device);
       hardware_ = device.platform_name + ": " + device.name;

@@ -33,6 +33,8 @@ struct EvalOptions {
   std::chrono::seconds timeout{600};
   std::filesystem::path cache_dir;  // reference outputs and CUDA builds; empty: ~/.cache/mblast
   int rvv_vlen = 256;               // RVV: the vector length QEMU emulates, in bits
+  std::string remote;               // OpenCL: run on this target (mblast/remote.hpp); empty: here
+  std::string remote_mblast = "mblast";  // the mblast binary on a ssh or adb target
 };
 
 // The result object of DESIGN.md §8: correct, max_abs_err, max_rel_err, ref_ms, cand_ms, speedup,

@@ -45,6 +45,8 @@ struct OptimizeOptions {
   std::filesystem::path cache_dir;
   int prestart = 1;
   int rvv_vlen = 256;
+  std::string remote;  // OpenCL: "ssh:HOST", "adb:SERIAL" or "local" (see mblast/remote.hpp)
+  std::string remote_mblast = "mblast";
 };
 
 // What the loop reports while it runs, for the progress line and logs.

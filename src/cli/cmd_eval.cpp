@@ -201,6 +201,12 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
   eval->add_option("--device", c->options.device,
                    "cuda: cuda, cuda:N or cpu (plain PyTorch candidates on the CPU, as CI runs); "
                    "opencl: cpu, gpu, P:D or part of the device name");
+  eval->add_option("--remote", c->options.remote,
+                   "opencl: run candidates on another machine: ssh:[USER@]HOST or adb:SERIAL "
+                   "(needs mblast there, see --remote-mblast), or local to test that path here");
+  eval->add_option(
+      "--remote-mblast", c->options.remote_mblast,
+      "opencl: the mblast binary on the --remote target (default: mblast on its PATH)");
   eval->add_option("--vlen", c->options.rvv_vlen, "rvv: vector length QEMU emulates (default 256)")
       ->check(CLI::IsMember({64, 128, 256, 512, 1024}));
   eval->add_option("--seeds", c->options.seeds,

@@ -169,6 +169,11 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
   cmd->add_option("--device", c->options.device,
                   "cuda: cuda, cuda:N or cpu (plain PyTorch candidates, for machines without a "
                   "GPU); opencl: cpu, gpu, P:D or part of the device name");
+  cmd->add_option("--remote", c->options.remote,
+                  "opencl: run candidates on another machine: ssh:[USER@]HOST or adb:SERIAL "
+                  "(needs mblast there, see --remote-mblast), or local to test that path here");
+  cmd->add_option("--remote-mblast", c->options.remote_mblast,
+                  "opencl: the mblast binary on the --remote target (default: mblast on its PATH)");
   cmd->add_option("--vlen", c->options.rvv_vlen, "rvv: vector length QEMU emulates (default 256)")
       ->check(CLI::IsMember({64, 128, 256, 512, 1024}));
   cmd->add_option("--llm", c->options.llm,

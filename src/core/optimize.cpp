@@ -116,6 +116,8 @@ EvalOptions Loop::eval_options() const {
   e.profile = true;  // every candidate's signature classifies the state of the next step
   e.timeout = options_.eval_timeout;
   e.rvv_vlen = options_.rvv_vlen;
+  e.remote = options_.remote;
+  e.remote_mblast = options_.remote_mblast;
   e.cache_dir = options_.cache_dir.empty() ? default_cache_dir() : fs::absolute(options_.cache_dir);
   return e;
 }

@@ -56,7 +56,9 @@ nlohmann::json options_to_json(const OptimizeOptions& o) {
           {"out", o.out.string()},
           {"cache_dir", o.cache_dir.string()},
           {"prestart", o.prestart},
-          {"rvv_vlen", o.rvv_vlen}};
+          {"rvv_vlen", o.rvv_vlen},
+          {"remote", o.remote},
+          {"remote_mblast", o.remote_mblast}};
 }
 
 OptimizeOptions options_from_json(const nlohmann::json& j) {
@@ -101,6 +103,8 @@ OptimizeOptions options_from_json(const nlohmann::json& j) {
     o.cache_dir = text;
     read(j, "prestart", o.prestart);
     read(j, "rvv_vlen", o.rvv_vlen);
+    read(j, "remote", o.remote);
+    read(j, "remote_mblast", o.remote_mblast);
   } catch (const nlohmann::json::exception& e) {
     throw input_error(std::string("the run's options are not readable: ") + e.what(),
                       "the run directory is damaged; start a new run with --out");
