@@ -108,7 +108,9 @@ LaunchArg parse_arg(const json& arg, const std::string& where) {
     plan_error(where,
                "must have exactly one key (buffer, int, float or local_bytes), not " + arg.dump());
   }
-  const auto& [key, value] = *arg.items().begin();
+  const auto first = arg.begin();  // an object with exactly one key
+  const std::string key = first.key();
+  const json& value = first.value();
   if (key == "buffer") {
     if (!value.is_string() || value.get<std::string>().empty()) {
       plan_error(where, "\"buffer\" must be a buffer name, not " + value.dump());
@@ -179,7 +181,7 @@ std::string one_line(const Fields& fields) {
 std::string one_line_args(const json& args) {
   std::string out = "[";
   for (const auto& arg : args) {
-    const auto field = arg.items().begin();
+    const auto field = arg.begin();
     out += (out.size() > 1 ? ", " : "") + one_line({{field.key(), field.value()}});
   }
   return out + "]";
