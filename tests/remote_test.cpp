@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mblast/error.hpp"
+#include "mblast/process.hpp"
 #include "test_support.hpp"
 
 namespace mblast {
@@ -133,6 +134,29 @@ TEST(RemoteTarget, OpenClCandidatesAreJudgedThroughEachTarget) {
     EXPECT_GT(r["speedup"].get<double>(), 0.0) << remote;
   }
   EXPECT_NE(standins.calls().find("internal opencl-run"), std::string::npos);
+}
+
+TEST(RemoteTarget, RvvExecutablesRunOnATargetAndAreTimedByWallClock) {
+  if (!find_program("qemu-riscv64") || !find_program("clang")) GTEST_SKIP() << "no RVV toolchain";
+  StandIns standins;
+  TempDir dir;
+  const fs::path root = MBLAST_SOURCE_DIR;
+  // No board here: the ssh stand-in runs the pushed executable through QEMU, as a board would
+  // run it natively.
+  const auto result = testing::run_mblast(
+      {"eval", (root / "benchmarks/problems/native/swish.py").string(), "--backend", "rvv",
+       "--candidate", (root / "benchmarks/examples/native/swish.rvv.c").string(), "--remote",
+       "ssh:board", "--remote-prefix", "qemu-riscv64 -cpu rv64,v=true,vext_spec=v1.0,vlen=256",
+       "--seeds", "2", "--cache-dir", (dir / "cache").string(), "--json"},
+      {{"PATH", standins.path_env()}, {"XDG_CACHE_HOME", (dir / "xdg").string()}});
+  ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
+  const auto r = nlohmann::json::parse(result.out);
+  EXPECT_TRUE(r["correct"].get<bool>());
+  EXPECT_GT(r["timing"]["median_ms"].get<double>(), 0.0);
+  EXPECT_EQ(r["timing"]["runs"], 30);
+  EXPECT_FALSE(r["timing"].contains("cost"));
+  EXPECT_EQ(r["baselines"][0]["unit"], "ms");  // baselines run on the same target
+  EXPECT_NE(standins.calls().find("harness"), std::string::npos);
 }
 
 }  // namespace

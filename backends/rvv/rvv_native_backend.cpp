@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 #include <optional>
+#include <sstream>
 
 #include "mblast/error.hpp"
 #include "mblast/eval.hpp"
@@ -26,12 +27,21 @@ std::string read_text(const fs::path& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> words;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) words.push_back(word);
+  return words;
+}
+
 class RvvBackend final : public NativeBackend {
  public:
   explicit RvvBackend(const EvalOptions& options) : options_(options) {
     run_.vlen = options.rvv_vlen;
     run_.timeout = std::min(options.timeout, kMaxRunTimeout);
     run_.cache_dir = options.cache_dir;
+    run_.remote = options.remote;
+    run_.remote_prefix = split_words(options.remote_prefix);
   }
 
   std::string name() const override { return "rvv"; }
@@ -59,6 +69,11 @@ class RvvBackend final : public NativeBackend {
   }
 
   std::string hardware() override {
+    if (!run_.remote.empty()) {
+      std::string prefix;
+      for (const auto& word : run_.remote_prefix) prefix += " " + word;
+      return "rv64gcv on " + run_.remote + (prefix.empty() ? "" : " via" + prefix);
+    }
     return "qemu rv64gcv vlen=" + std::to_string(run_.vlen) + " dlen=" + std::to_string(run_.dlen);
   }
 
@@ -112,8 +127,9 @@ class RvvBackend final : public NativeBackend {
       return;
     }
     const std::string flags = result.details.value("compile_flags", nlohmann::json()).dump();
+    const bool by_cost = result.timing.contains("cost");  // QEMU; a real machine gives ms
     baselines_->push_back(
-        {name, result.timing.value("cost", 0.0), "cost",
+        {name, result.timing.value(by_cost ? "cost" : "median_ms", 0.0), by_cost ? "cost" : "ms",
          source.filename().string() + " built with " + flags + " on " + result.device_name});
   }
 

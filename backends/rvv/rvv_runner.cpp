@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -10,6 +12,7 @@
 #include "mblast/error.hpp"
 #include "mblast/eval.hpp"
 #include "mblast/process.hpp"
+#include "mblast/remote.hpp"
 #include "rvv_cost_model.hpp"
 #include "rvv_elf.hpp"
 #include "rvv_io.hpp"
@@ -250,6 +253,78 @@ std::vector<std::string> rvv_compile_flags(const RvvOptions& options) {
   return flags;
 }
 
+namespace {
+
+// Runs the built executable on a real RVV machine: wall-clock timing, no cost model.
+NativeRunResult run_on_target(const fs::path& executable, const BundleSet& bundles,
+                              const RvvOptions& options, NativeRunResult result) {
+  auto target = make_remote_target(options.remote);
+  result.device_name = target->name();
+  const std::string dir = target->make_workdir();
+  struct Cleanup {
+    RemoteTarget& target;
+    std::string dir;
+    ~Cleanup() { target.remove(dir); }
+  } cleanup{*target, dir};
+  target->push(executable, dir + "/harness");
+  target->run({"chmod", "+x", dir + "/harness"}, std::chrono::seconds(30));
+  std::vector<double> times_ms;
+  for (std::size_t i = 0; i < bundles.files.size(); ++i) {
+    const Bundle bundle = read_bundle(bundles.files[i]);
+    Scratch scratch;
+    write_file(scratch.path() / "input.bin", rvv::harness_input(bundle));
+    target->push(scratch.path() / "input.bin", dir + "/input.bin");
+    std::vector<std::string> argv = options.remote_prefix;
+    argv.insert(argv.end(), {dir + "/harness", dir + "/input.bin", dir + "/output.bin"});
+    const bool timed = i == 0 && options.remote_repeats > 0;
+    if (timed)
+      argv.insert(argv.end(), {std::to_string(options.remote_repeats), dir + "/times.bin"});
+    const ProcessResult run = target->run(argv, options.timeout);
+    result.run_seconds += run.wall_seconds;
+    if (run.timed_out || run.term_signal != 0 || run.exit_code != 0) {
+      result.error_kind = run.timed_out          ? "timeout"
+                          : run.term_signal != 0 ? "crash"
+                                                 : "candidate_runtime";
+      result.error =
+          "the candidate on " + target->name() + ": " + run.describe() + "\n" + tail(run.err);
+      return result;
+    }
+    target->pull(dir + "/output.bin", scratch.path() / "output.bin");
+    rvv::HarnessOutput output =
+        rvv::read_harness_output(read_file(scratch.path() / "output.bin"), bundle);
+    if (output.inputs_modified && result.details["flags"].empty()) {
+      result.details["flags"].push_back("input_mutated");
+    }
+    result.outputs.push_back(std::move(output.outputs));
+    if (timed) {
+      target->pull(dir + "/times.bin", scratch.path() / "times.bin");
+      const std::string raw = read_file(scratch.path() / "times.bin");
+      std::uint64_t count = 0;
+      if (raw.size() >= 8) std::memcpy(&count, raw.data(), 8);
+      for (std::uint64_t k = 0; k < count && 8 * (k + 2) <= raw.size(); ++k) {
+        std::uint64_t ns = 0;
+        std::memcpy(&ns, raw.data() + 8 * (k + 1), 8);
+        times_ms.push_back(static_cast<double>(ns) / 1e6);
+      }
+    }
+  }
+  std::sort(times_ms.begin(), times_ms.end());
+  if (!times_ms.empty()) {
+    const auto at = [&](double q) {
+      return times_ms[static_cast<std::size_t>(q * static_cast<double>(times_ms.size() - 1))];
+    };
+    double sum = 0;
+    for (double t : times_ms) sum += t;
+    result.timing = {
+        {"median_ms", at(0.5)},    {"p10_ms", at(0.1)},
+        {"p90_ms", at(0.9)},       {"mean_ms", sum / static_cast<double>(times_ms.size())},
+        {"runs", times_ms.size()}, {"clock", "wall clock on " + target->name()}};
+  }
+  return result;
+}
+
+}  // namespace
+
 NativeRunResult run_rvv_candidate(const fs::path& candidate_c, const BundleSet& bundles,
                                   const RvvOptions& options) {
   validate(options);
@@ -274,6 +349,7 @@ NativeRunResult run_rvv_candidate(const fs::path& candidate_c, const BundleSet& 
     return result;
   }
 
+  if (!options.remote.empty()) return run_on_target(build.executable, bundles, options, result);
   const QemuRun qemu(build.executable, options, executable_layout(build.executable));
   std::vector<TraceCost> costs;
   for (std::size_t i = 0; i < bundles.files.size(); ++i) {

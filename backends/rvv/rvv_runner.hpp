@@ -24,6 +24,13 @@ struct RvvOptions {
   std::vector<std::string> extra_flags;  // appended, e.g. -DMBLAST_LMUL=4
   int cost_bundles = 1;  // the first N bundles run traced and priced; the rest only run
   std::uint64_t max_trace_bytes = std::uint64_t{512} << 20;
+  // A real RVV machine instead of QEMU (include/mblast/remote.hpp: "ssh:HOST", or "local" with a
+  // prefix such as an emulator): the static executable and its input are pushed there and run,
+  // and timing is wall clock ({"median_ms", ...} over `remote_repeats` calls of the forward on
+  // the first bundle), not the cost model.
+  std::string remote;
+  std::vector<std::string> remote_prefix;  // run the executable through this on the target
+  int remote_repeats = 30;
 };
 
 // The clang flags a build with `options` uses (also part of the build's cache key).

@@ -35,6 +35,7 @@ struct EvalOptions {
   int rvv_vlen = 256;               // RVV: the vector length QEMU emulates, in bits
   std::string remote;               // OpenCL: run on this target (mblast/remote.hpp); empty: here
   std::string remote_mblast = "mblast";  // the mblast binary on a ssh or adb target
+  std::string remote_prefix;  // RVV on a remote target: run the executable through this command
 };
 
 // The result object of DESIGN.md §8: correct, max_abs_err, max_rel_err, ref_ms, cand_ms, speedup,

@@ -47,6 +47,7 @@ struct OptimizeOptions {
   int rvv_vlen = 256;
   std::string remote;  // OpenCL: "ssh:HOST", "adb:SERIAL" or "local" (see mblast/remote.hpp)
   std::string remote_mblast = "mblast";
+  std::string remote_prefix;
 };
 
 // What the loop reports while it runs, for the progress line and logs.

@@ -202,8 +202,12 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
                    "cuda: cuda, cuda:N or cpu (plain PyTorch candidates on the CPU, as CI runs); "
                    "opencl: cpu, gpu, P:D or part of the device name");
   eval->add_option("--remote", c->options.remote,
-                   "opencl: run candidates on another machine: ssh:[USER@]HOST or adb:SERIAL "
-                   "(needs mblast there, see --remote-mblast), or local to test that path here");
+                   "opencl, rvv: run candidates on another machine: ssh:[USER@]HOST or "
+                   "adb:SERIAL (opencl needs mblast there, see --remote-mblast; rvv pushes the "
+                   "static executable and times it by wall clock), or local to test that path");
+  eval->add_option("--remote-prefix", c->options.remote_prefix,
+                   "rvv with --remote: run the executable through this command on the target "
+                   "(e.g. \"qemu-riscv64 -cpu rv64,v=true,vlen=256\" to rehearse without a board)");
   eval->add_option(
       "--remote-mblast", c->options.remote_mblast,
       "opencl: the mblast binary on the --remote target (default: mblast on its PATH)");

@@ -170,8 +170,12 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
                   "cuda: cuda, cuda:N or cpu (plain PyTorch candidates, for machines without a "
                   "GPU); opencl: cpu, gpu, P:D or part of the device name");
   cmd->add_option("--remote", c->options.remote,
-                  "opencl: run candidates on another machine: ssh:[USER@]HOST or adb:SERIAL "
-                  "(needs mblast there, see --remote-mblast), or local to test that path here");
+                  "opencl, rvv: run candidates on another machine: ssh:[USER@]HOST or "
+                  "adb:SERIAL (opencl needs mblast there, see --remote-mblast; rvv pushes the "
+                  "static executable and times it by wall clock), or local to test that path");
+  cmd->add_option("--remote-prefix", c->options.remote_prefix,
+                  "rvv with --remote: run the executable through this command on the target "
+                  "(e.g. \"qemu-riscv64 -cpu rv64,v=true,vlen=256\" to rehearse without a board)");
   cmd->add_option("--remote-mblast", c->options.remote_mblast,
                   "opencl: the mblast binary on the --remote target (default: mblast on its PATH)");
   cmd->add_option("--vlen", c->options.rvv_vlen, "rvv: vector length QEMU emulates (default 256)")

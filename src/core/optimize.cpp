@@ -118,6 +118,7 @@ EvalOptions Loop::eval_options() const {
   e.rvv_vlen = options_.rvv_vlen;
   e.remote = options_.remote;
   e.remote_mblast = options_.remote_mblast;
+  e.remote_prefix = options_.remote_prefix;
   e.cache_dir = options_.cache_dir.empty() ? default_cache_dir() : fs::absolute(options_.cache_dir);
   return e;
 }

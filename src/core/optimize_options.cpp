@@ -58,7 +58,8 @@ nlohmann::json options_to_json(const OptimizeOptions& o) {
           {"prestart", o.prestart},
           {"rvv_vlen", o.rvv_vlen},
           {"remote", o.remote},
-          {"remote_mblast", o.remote_mblast}};
+          {"remote_mblast", o.remote_mblast},
+          {"remote_prefix", o.remote_prefix}};
 }
 
 OptimizeOptions options_from_json(const nlohmann::json& j) {
@@ -105,6 +106,7 @@ OptimizeOptions options_from_json(const nlohmann::json& j) {
     read(j, "rvv_vlen", o.rvv_vlen);
     read(j, "remote", o.remote);
     read(j, "remote_mblast", o.remote_mblast);
+    read(j, "remote_prefix", o.remote_prefix);
   } catch (const nlohmann::json::exception& e) {
     throw input_error(std::string("the run's options are not readable: ") + e.what(),
                       "the run directory is damaged; start a new run with --out");
