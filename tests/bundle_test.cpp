@@ -18,26 +18,13 @@ namespace fs = std::filesystem;
 using testing::TempDir;
 
 Tensor f32_tensor(const std::string& name, TensorRole role, std::vector<std::int64_t> shape,
-                  const std::vector<float>& values) {
-  Tensor t;
-  t.name = name;
-  t.role = role;
-  t.shape = std::move(shape);
-  t.data.resize(values.size() * sizeof(float));
-  std::memcpy(t.data.data(), values.data(), t.data.size());
-  return t;
+                  const std::vector<double>& values) {
+  return testing::make_tensor(name, role, DType::f32, std::move(shape), values);
 }
 
 Tensor f64_tensor(const std::string& name, std::vector<std::int64_t> shape,
                   const std::vector<double>& values) {
-  Tensor t;
-  t.name = name;
-  t.role = TensorRole::expected;
-  t.dtype = DType::f64;
-  t.shape = std::move(shape);
-  t.data.resize(values.size() * sizeof(double));
-  std::memcpy(t.data.data(), values.data(), t.data.size());
-  return t;
+  return testing::make_tensor(name, TensorRole::expected, DType::f64, std::move(shape), values);
 }
 
 TEST(Bundle, WriteReadRoundTrip) {
@@ -71,7 +58,7 @@ TEST(Bundle, DamagedFilesAreInputErrorsNamingTheFile) {
 TEST(Bundle, ComparisonAppliesThePolicyAndReportsWhere) {
   const Tensor want = f64_tensor("output0", {2, 2}, {1.0, 2.0, 3.0, 4.0});
   const std::vector<const Tensor*> expected = {&want};
-  auto produced = [](std::vector<float> v) {
+  auto produced = [](std::vector<double> v) {
     return std::vector<Tensor>{f32_tensor("output0", TensorRole::produced, {2, 2}, v)};
   };
   auto ok = compare_outputs(expected, produced({1.0f, 2.0f, 3.0f, 4.0001f}), 1e-3, 1e-3);

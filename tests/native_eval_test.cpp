@@ -17,21 +17,8 @@ using testing::TempDir;
 
 Tensor tensor(const std::string& name, TensorRole role, DType dtype,
               const std::vector<double>& values) {
-  Tensor t;
-  t.name = name;
-  t.role = role;
-  t.dtype = dtype;
-  t.shape = {static_cast<std::int64_t>(values.size())};
-  t.data.resize(values.size() * dtype_size(dtype));
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (dtype == DType::f64) {
-      std::memcpy(t.data.data() + i * 8, &values[i], 8);
-    } else {
-      const float f = static_cast<float>(values[i]);
-      std::memcpy(t.data.data() + i * 4, &f, 4);
-    }
-  }
-  return t;
+  return testing::make_tensor(name, role, dtype, {static_cast<std::int64_t>(values.size())},
+                              values);
 }
 
 // Test double behind the real interface: returns what the test scripts.

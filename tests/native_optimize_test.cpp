@@ -1,5 +1,6 @@
 // `mblast optimize --backend opencl|rvv` on the project's five native problems, driven by the
-// authored cassettes in benchmarks/examples/native (made by its make_cassettes.py): each run must reach a verified candidate that beats its baseline.
+// authored cassettes in benchmarks/examples/native (made by its make_cassettes.py): each run must
+// reach a verified candidate that beats its baseline.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -52,31 +53,32 @@ class NativeOptimize : public ::testing::TestWithParam<Case> {
   }
   nlohmann::json optimize(const fs::path& out) {
     const Case& c = GetParam();
-    const auto result =
-        run_mblast({"--kb",
-                    (dir_ / "kb.sqlite").string(),
-                    "optimize",
-                    (kRoot / "benchmarks/problems/native" / (c.stem + ".py")).string(),
-                    "--backend",
-                    c.backend,
-                    "--llm",
-                    "replay:" + (kRoot / "benchmarks/examples/native" / (c.backend + ".cassette.jsonl")).string(),
-                    "--technique",
-                    c.technique,
-                    "--iterations",
-                    "1",
-                    "--steps",
-                    "1",
-                    "--seeds",
-                    "2",
-                    "--runs",
-                    "10",
-                    "--out",
-                    out.string(),
-                    "--cache-dir",
-                    (dir_ / "cache").string(),
-                    "--json"},
-                   {{"XDG_CACHE_HOME", (dir_ / "xdg").string()}, {"MBLAST_LLM", std::nullopt}});
+    const auto result = run_mblast(
+        {"--kb",
+         (dir_ / "kb.sqlite").string(),
+         "optimize",
+         (kRoot / "benchmarks/problems/native" / (c.stem + ".py")).string(),
+         "--backend",
+         c.backend,
+         "--llm",
+         "replay:" +
+             (kRoot / "benchmarks/examples/native" / (c.backend + ".cassette.jsonl")).string(),
+         "--technique",
+         c.technique,
+         "--iterations",
+         "1",
+         "--steps",
+         "1",
+         "--seeds",
+         "2",
+         "--runs",
+         "10",
+         "--out",
+         out.string(),
+         "--cache-dir",
+         (dir_ / "cache").string(),
+         "--json"},
+        {{"XDG_CACHE_HOME", (dir_ / "xdg").string()}, {"MBLAST_LLM", std::nullopt}});
     EXPECT_EQ(result.exit_code, 0) << result.err;
     return nlohmann::json::parse(result.out, nullptr, false);
   }

@@ -24,20 +24,8 @@ constexpr std::int64_t kSize = 1024;
 
 Tensor tensor(const std::string& name, TensorRole role, DType dtype,
               const std::vector<double>& values) {
-  Tensor t;
-  t.name = name;
-  t.role = role;
-  t.dtype = dtype;
-  t.shape = {static_cast<std::int64_t>(values.size())};
-  t.data.resize(values.size() * dtype_size(dtype));
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (dtype == DType::f32) {
-      t.f32()[i] = static_cast<float>(values[i]);
-    } else {
-      std::memcpy(t.data.data() + i * sizeof(double), &values[i], sizeof(double));
-    }
-  }
-  return t;
+  return testing::make_tensor(name, role, dtype, {static_cast<std::int64_t>(values.size())},
+                              values);
 }
 
 // Bundles of the problem "output0 = 2 * input0" over kSize floats, one per seed.

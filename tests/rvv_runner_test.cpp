@@ -22,26 +22,13 @@ using testing::TempDir;
 
 Tensor float_tensor(const std::string& name, TensorRole role, std::vector<std::int64_t> shape,
                     const std::vector<float>& values) {
-  Tensor t;
-  t.name = name;
-  t.role = role;
-  t.dtype = DType::f32;
-  t.shape = std::move(shape);
-  t.data.resize(values.size() * sizeof(float));
-  std::memcpy(t.data.data(), values.data(), t.data.size());
-  return t;
+  return testing::make_tensor(name, role, DType::f32, std::move(shape),
+                              std::vector<double>(values.begin(), values.end()));
 }
 
 Tensor double_tensor(const std::string& name, std::vector<std::int64_t> shape,
                      const std::vector<double>& values) {
-  Tensor t;
-  t.name = name;
-  t.role = TensorRole::expected;
-  t.dtype = DType::f64;
-  t.shape = std::move(shape);
-  t.data.resize(values.size() * sizeof(double));
-  std::memcpy(t.data.data(), values.data(), t.data.size());
-  return t;
+  return testing::make_tensor(name, TensorRole::expected, DType::f64, std::move(shape), values);
 }
 
 // Bundles of y = 2 * x over `n` floats, one per seed.

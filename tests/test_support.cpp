@@ -1,5 +1,7 @@
 #include "test_support.hpp"
 
+#include <cstring>
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -76,5 +78,33 @@ bool process_gone(pid_t pid) {
 }
 
 bool no_children_left() { return ::waitpid(-1, nullptr, WNOHANG) == -1 && errno == ECHILD; }
+
+Tensor make_tensor(const std::string& name, TensorRole role, DType dtype,
+                   std::vector<std::int64_t> shape, const std::vector<double>& values) {
+  Tensor t;
+  t.name = name;
+  t.role = role;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.data.resize(values.size() * dtype_size(dtype));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    std::byte* at = t.data.data() + i * dtype_size(dtype);
+    if (dtype == DType::f64) {
+      std::memcpy(at, &values[i], sizeof(double));
+    } else if (dtype == DType::f32) {
+      const float f = static_cast<float>(values[i]);
+      std::memcpy(at, &f, sizeof f);
+    } else if (dtype == DType::i32) {
+      const auto v = static_cast<std::int32_t>(values[i]);
+      std::memcpy(at, &v, sizeof v);
+    } else if (dtype == DType::i64) {
+      const auto v = static_cast<std::int64_t>(values[i]);
+      std::memcpy(at, &v, sizeof v);
+    } else {
+      *at = static_cast<std::byte>(values[i] != 0);
+    }
+  }
+  return t;
+}
 
 }  // namespace mblast::testing

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "mblast/bundle.hpp"
 #include "mblast/error.hpp"
 #include "mblast/process.hpp"
 
@@ -30,6 +31,10 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// A tensor of `values` in `dtype` (float32 or float64; integer dtypes are truncated).
+Tensor make_tensor(const std::string& name, TensorRole role, DType dtype,
+                   std::vector<std::int64_t> shape, const std::vector<double>& values);
 
 // The mblast binary under test ($MBLAST_BINARY, set by CTest).
 std::string mblast_binary();

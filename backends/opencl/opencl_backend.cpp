@@ -113,27 +113,22 @@ NativeRunResult interpret(const ProcessResult& result, const OpenClOptions& opti
 NativeRunResult run_on_target(const fs::path& candidate, const BundleSet& bundles,
                               const OpenClOptions& options) {
   auto target = make_remote_target(options.remote);
-  const std::string dir = target->make_workdir();
-  struct Cleanup {
-    RemoteTarget& target;
-    std::string dir;
-    ~Cleanup() { target.remove(dir); }
-  } cleanup{*target, dir};
+  const RemoteWorkdir dir(*target);
   const bool here = target->name() == "local";
   std::vector<std::string> argv = {here ? runner_binary(options).string() : options.remote_mblast,
                                    "internal",
                                    "opencl-run",
                                    "--candidate",
-                                   dir + "/candidate.cl",
+                                   dir / "candidate.cl",
                                    "--out",
-                                   dir + "/out",
+                                   dir / "out",
                                    "--runs",
                                    std::to_string(options.runs),
                                    "--device",
                                    options.device};
-  target->push(candidate, dir + "/candidate.cl");
+  target->push(candidate, dir / "candidate.cl");
   for (std::size_t i = 0; i < bundles.files.size(); ++i) {
-    const std::string remote = dir + "/seed-" + std::to_string(i) + ".mbtb";
+    const std::string remote = dir / "seed-" + std::to_string(i) + ".mbtb";
     target->push(bundles.files[i], remote);
     argv.push_back("--bundle");
     argv.push_back(remote);
@@ -143,7 +138,7 @@ NativeRunResult run_on_target(const fs::path& candidate, const BundleSet& bundle
   return interpret(result, options, [&](const nlohmann::json& report) {
     for (const auto& name : report.value("outputs", nlohmann::json::array())) {
       const std::string file = name.get<std::string>();
-      target->pull(dir + "/out/" + file, local.path() / file);
+      target->pull(dir / "out/" + file, local.path() / file);
     }
     return local.path();
   });

@@ -260,25 +260,19 @@ NativeRunResult run_on_target(const fs::path& executable, const BundleSet& bundl
                               const RvvOptions& options, NativeRunResult result) {
   auto target = make_remote_target(options.remote);
   result.device_name = target->name();
-  const std::string dir = target->make_workdir();
-  struct Cleanup {
-    RemoteTarget& target;
-    std::string dir;
-    ~Cleanup() { target.remove(dir); }
-  } cleanup{*target, dir};
-  target->push(executable, dir + "/harness");
-  target->run({"chmod", "+x", dir + "/harness"}, std::chrono::seconds(30));
+  const RemoteWorkdir dir(*target);
+  target->push(executable, dir / "harness");
+  target->run({"chmod", "+x", dir / "harness"}, std::chrono::seconds(30));
   std::vector<double> times_ms;
   for (std::size_t i = 0; i < bundles.files.size(); ++i) {
     const Bundle bundle = read_bundle(bundles.files[i]);
     Scratch scratch;
     write_file(scratch.path() / "input.bin", rvv::harness_input(bundle));
-    target->push(scratch.path() / "input.bin", dir + "/input.bin");
+    target->push(scratch.path() / "input.bin", dir / "input.bin");
     std::vector<std::string> argv = options.remote_prefix;
-    argv.insert(argv.end(), {dir + "/harness", dir + "/input.bin", dir + "/output.bin"});
+    argv.insert(argv.end(), {dir / "harness", dir / "input.bin", dir / "output.bin"});
     const bool timed = i == 0 && options.remote_repeats > 0;
-    if (timed)
-      argv.insert(argv.end(), {std::to_string(options.remote_repeats), dir + "/times.bin"});
+    if (timed) argv.insert(argv.end(), {std::to_string(options.remote_repeats), dir / "times.bin"});
     const ProcessResult run = target->run(argv, options.timeout);
     result.run_seconds += run.wall_seconds;
     if (run.timed_out || run.term_signal != 0 || run.exit_code != 0) {
@@ -289,7 +283,7 @@ NativeRunResult run_on_target(const fs::path& executable, const BundleSet& bundl
           "the candidate on " + target->name() + ": " + run.describe() + "\n" + tail(run.err);
       return result;
     }
-    target->pull(dir + "/output.bin", scratch.path() / "output.bin");
+    target->pull(dir / "output.bin", scratch.path() / "output.bin");
     rvv::HarnessOutput output =
         rvv::read_harness_output(read_file(scratch.path() / "output.bin"), bundle);
     if (output.inputs_modified && result.details["flags"].empty()) {
@@ -297,7 +291,7 @@ NativeRunResult run_on_target(const fs::path& executable, const BundleSet& bundl
     }
     result.outputs.push_back(std::move(output.outputs));
     if (timed) {
-      target->pull(dir + "/times.bin", scratch.path() / "times.bin");
+      target->pull(dir / "times.bin", scratch.path() / "times.bin");
       const std::string raw = read_file(scratch.path() / "times.bin");
       std::uint64_t count = 0;
       if (raw.size() >= 8) std::memcpy(&count, raw.data(), 8);

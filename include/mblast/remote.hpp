@@ -31,6 +31,21 @@ class RemoteTarget {
   virtual void remove(const std::string& remote_dir) noexcept = 0;
 };
 
+// A working folder on a target for the lifetime of this object.
+class RemoteWorkdir {
+ public:
+  explicit RemoteWorkdir(RemoteTarget& target) : target_(target), path_(target.make_workdir()) {}
+  ~RemoteWorkdir() { target_.remove(path_); }
+  RemoteWorkdir(const RemoteWorkdir&) = delete;
+  RemoteWorkdir& operator=(const RemoteWorkdir&) = delete;
+  // `name` inside the folder.
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  RemoteTarget& target_;
+  std::string path_;
+};
+
 // Throws input_error for an unknown spec.
 std::unique_ptr<RemoteTarget> make_remote_target(const std::string& spec);
 

@@ -28,6 +28,18 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action);
 void register_report(CLI::App& app, Globals& globals, Action& action);
 void register_internal(CLI::App& app, Globals& globals, Action& action);  // hidden
 
+// --backend, --device, --remote, --remote-prefix, --remote-mblast and --vlen, as `eval` and
+// `optimize` both take them.
+struct TargetFlags {
+  std::string& backend;
+  std::string& device;
+  std::string& remote;
+  std::string& remote_prefix;
+  std::string& remote_mblast;
+  int& vlen;
+};
+void add_target_options(CLI::App* command, const TargetFlags& flags);
+
 // Parses argv, runs the chosen subcommand, maps errors to exit codes (0 / 1 / 2).
 int run(int argc, char** argv);
 

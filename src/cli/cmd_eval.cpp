@@ -194,25 +194,9 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
                    "one process: their CUDA is compiled up front in parallel and each one after "
                    "the first finds a worker already started")
       ->required();
-  eval->add_option("--backend", c->options.backend,
-                   "cuda (default), opencl (OpenCL C + launch plan, through the ICD loader) or "
-                   "rvv (C with RVV intrinsics, under QEMU)")
-      ->check(CLI::IsMember({"cuda", "opencl", "rvv"}));
-  eval->add_option("--device", c->options.device,
-                   "cuda: cuda, cuda:N or cpu (plain PyTorch candidates on the CPU, as CI runs); "
-                   "opencl: cpu, gpu, P:D or part of the device name");
-  eval->add_option("--remote", c->options.remote,
-                   "opencl, rvv: run candidates on another machine: ssh:[USER@]HOST or "
-                   "adb:SERIAL (opencl needs mblast there, see --remote-mblast; rvv pushes the "
-                   "static executable and times it by wall clock), or local to test that path");
-  eval->add_option("--remote-prefix", c->options.remote_prefix,
-                   "rvv with --remote: run the executable through this command on the target "
-                   "(e.g. \"qemu-riscv64 -cpu rv64,v=true,vlen=256\" to rehearse without a board)");
-  eval->add_option(
-      "--remote-mblast", c->options.remote_mblast,
-      "opencl: the mblast binary on the --remote target (default: mblast on its PATH)");
-  eval->add_option("--vlen", c->options.rvv_vlen, "rvv: vector length QEMU emulates (default 256)")
-      ->check(CLI::IsMember({64, 128, 256, 512, 1024}));
+  add_target_options(
+      eval, {c->options.backend, c->options.device, c->options.remote, c->options.remote_prefix,
+             c->options.remote_mblast, c->options.rvv_vlen});
   eval->add_option("--seeds", c->options.seeds,
                    "Verification trials, each with fresh inputs (default 5)")
       ->check(CLI::Range(1, 1000));

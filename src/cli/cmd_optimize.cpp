@@ -162,24 +162,9 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
       "learned to the KB. Exit 0 when the run ends (see status), 1 when it fails, 2 for bad "
       "input");
   cmd->add_option("PROBLEM", c->problem, "KernelBench problem file (Model, get_inputs, ...)");
-  cmd->add_option("--backend", c->options.backend,
-                  "cuda (default), opencl (OpenCL C kernels through the ICD loader) or rvv (C with "
-                  "RVV intrinsics under QEMU, priced by a deterministic cost model)")
-      ->check(CLI::IsMember({"cuda", "opencl", "rvv"}));
-  cmd->add_option("--device", c->options.device,
-                  "cuda: cuda, cuda:N or cpu (plain PyTorch candidates, for machines without a "
-                  "GPU); opencl: cpu, gpu, P:D or part of the device name");
-  cmd->add_option("--remote", c->options.remote,
-                  "opencl, rvv: run candidates on another machine: ssh:[USER@]HOST or "
-                  "adb:SERIAL (opencl needs mblast there, see --remote-mblast; rvv pushes the "
-                  "static executable and times it by wall clock), or local to test that path");
-  cmd->add_option("--remote-prefix", c->options.remote_prefix,
-                  "rvv with --remote: run the executable through this command on the target "
-                  "(e.g. \"qemu-riscv64 -cpu rv64,v=true,vlen=256\" to rehearse without a board)");
-  cmd->add_option("--remote-mblast", c->options.remote_mblast,
-                  "opencl: the mblast binary on the --remote target (default: mblast on its PATH)");
-  cmd->add_option("--vlen", c->options.rvv_vlen, "rvv: vector length QEMU emulates (default 256)")
-      ->check(CLI::IsMember({64, 128, 256, 512, 1024}));
+  add_target_options(
+      cmd, {c->options.backend, c->options.device, c->options.remote, c->options.remote_prefix,
+            c->options.remote_mblast, c->options.rvv_vlen});
   cmd->add_option("--llm", c->options.llm,
                   "PROVIDER:MODEL (openai:, anthropic:, command:, replay:FILE) or none; default: "
                   "$MBLAST_LLM, the config file, else the first API key set, else none "
