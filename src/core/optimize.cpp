@@ -66,6 +66,10 @@ class Loop {
   void accept(const Evaluation& evaluation, const TechniqueRow& technique, int global_step);
   nlohmann::json finish(const std::string& status, const std::string& reason);
   nlohmann::json totals() const;
+  // Evaluations of the whole run: before a resume and by this process's judge.
+  std::size_t evaluations_total() const {
+    return evaluations_before_ + static_cast<std::size_t>(judge_.evaluations_run());
+  }
 
   OptimizeOptions options_;
   RunDir run_;
@@ -89,6 +93,7 @@ class Loop {
   double cost_before_ = 0;
   int steps_done_ = 0;
   int correct_candidates_ = 0;
+  std::size_t evaluations_before_ = 0;  // judged by the run before a resume
 };
 
 fs::path Loop::find_python() {
@@ -159,6 +164,7 @@ nlohmann::json Loop::run() {
   problem_source_ = read_text_file(options_.problem, "problem");
   task_ = task_name(options_.problem);
   const auto recorded_steps = run_.steps();
+  evaluations_before_ = run_.evaluations().size();
   if (!recorded_steps.empty()) {
     const auto& last = recorded_steps.back();
     tokens_before_ = last.value("tokens_total", std::int64_t{0});
@@ -310,7 +316,7 @@ void Loop::restore(const std::vector<nlohmann::json>& steps) {
   }
   if (!steps.empty()) {
     note("resuming after step " + std::to_string(steps_done_) + "; " +
-         std::to_string(run_.evaluations().size()) + " evaluations done are not repeated");
+         std::to_string(evaluations_before_) + " evaluations done are not repeated");
   }
 }
 
@@ -323,7 +329,7 @@ std::optional<std::string> Loop::budget_spent(int /*global_step*/) const {
     }
   }
   if (options_.max_evaluations &&
-      static_cast<int>(run_.evaluations().size()) >= *options_.max_evaluations) {
+      static_cast<int>(evaluations_total()) >= *options_.max_evaluations) {
     return "the limit of " + std::to_string(*options_.max_evaluations) + " evaluations is reached";
   }
   if (agents_.ledger && agents_.ledger->exhausted()) return agents_.ledger->exhausted_reason();
@@ -486,7 +492,7 @@ StepResult Loop::step(int iteration, int step_in_iteration, int global) {
   const auto t = totals();
   record["tokens_total"] = t["tokens"];
   record["cost_total_usd"] = t.value("cost_usd", nlohmann::json());
-  record["evaluations_total"] = run_.evaluations().size();
+  record["evaluations_total"] = evaluations_total();
   record["seconds"] = std::chrono::duration<double>(Clock::now() - step_started).count();
   record["run_seconds"] =
       seconds_before_ + std::chrono::duration<double>(Clock::now() - started_).count();
@@ -682,7 +688,7 @@ nlohmann::json Loop::finish(const std::string& status, const std::string& reason
       {"run_id", run_id_},
       {"kb", kb_.path().string()},
       {"steps", steps_done_},
-      {"evaluations", run_.evaluations().size()},
+      {"evaluations", evaluations_total()},
       {"correct_candidates", correct_candidates_},
       {"correct", best_.has_value()},
       {"best_speedup", best_ ? nlohmann::json(best_->speedup) : nlohmann::json()},
