@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,10 +28,15 @@ struct EvalOptions {
   std::string tolerance_policy = "eager-widened";  // or "strict"
   bool allow_tf32 = false;
   bool timing = true;
-  int timing_runs = 30;
+  int timing_runs = 100;  // at most; CUDA times fewer where they would exceed about 0.4 s
   bool compile_baseline = false;  // also time torch.compile of the reference
   bool profile = false;  // profile signatures of candidate and reference (PyTorch profiler)
-  std::chrono::seconds timeout{600};
+  // A candidate's limit (CallLimits): 0 derives it from the reference (a minute plus 1000 x
+  // eager's time, after compile_timeout for its import and first call); else this caps each
+  // worker request in all.
+  std::chrono::seconds timeout{0};
+  std::chrono::seconds compile_timeout{300};
+  std::optional<std::chrono::steady_clock::time_point> until;  // a run's --time-limit
   std::filesystem::path cache_dir;  // reference outputs and CUDA builds; empty: ~/.cache/mblast
   int rvv_vlen = 256;               // RVV: the vector length QEMU emulates, in bits
   std::string remote;               // OpenCL: run on this target (mblast/remote.hpp); empty: here
@@ -51,9 +57,10 @@ nlohmann::json evaluate(const EvalOptions& options, WorkerPool& workers);
 // parallel, while the pool's first worker starts; the device ceilings are looked up once; with
 // one worker pre-started, each candidate after the first finds a ready worker, so Python and
 // CUDA start-up stay out of its latency. Throws as evaluate() does.
+// keep_prestarted: a worker stays started ahead after the last candidate too (the eval server).
 std::vector<nlohmann::json> evaluate_all(const EvalOptions& options,
                                          const std::vector<std::filesystem::path>& candidates,
-                                         WorkerPool& workers);
+                                         WorkerPool& workers, bool keep_prestarted = false);
 
 // The precision policy of DESIGN.md §3 for a native problem: options.atol / rtol, widened to
 // 1.5x PyTorch's own fp32 error (bundles' meta "eager") unless the policy is "strict".

@@ -26,6 +26,8 @@ struct ProcessSpec {
   std::size_t limit_address_space_bytes = 0;
   unsigned limit_cpu_seconds = 0;
   unsigned limit_open_files = 0;
+  // Descriptors the child inherits as 3, 4, ... in this order (every other one is closed at exec).
+  std::vector<int> pass_fds;
 };
 
 struct ProcessResult {

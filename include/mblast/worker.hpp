@@ -6,7 +6,10 @@
 //
 // Each worker runs in its own fresh temporary directory (cwd, TMPDIR and HOME), removed after the
 // call, without secrets in its environment, and without network where the OS allows it (bwrap,
-// else `unshare -n`; `sandbox` says which).
+// else `unshare -n`; `sandbox` says which). Under bwrap the whole file system is read-only to it
+// except that directory (and a private /dev/shm), and the problem cache is hidden: the worker gets
+// it as an open directory descriptor (fd 3, MBLAST_CACHE_FD), which it closes before it imports
+// candidate code, so candidate code can neither read stored references nor forge cache entries.
 //
 // Threading: one background thread per pool forks every worker, so call() never waits for a
 // fork. Its only shared state is the queue of started workers, guarded by one mutex. A worker
@@ -22,8 +25,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -34,12 +39,32 @@ struct WorkerConfig {
   std::filesystem::path worker_dir;         // holds the mblast_worker package; becomes PYTHONPATH
   std::string device = "cpu";               // MBLAST_DEVICE: cpu, cuda or cuda:N
   std::filesystem::path scratch_root;       // per-worker temp dirs go here; empty: the system's
+  // The problem cache (float64 references, problem facts): passed as a descriptor, hidden from
+  // the sandbox's file system. Empty: none.
+  std::filesystem::path problem_cache;
+  std::vector<std::filesystem::path> hidden;  // further folders the sandbox hides (emptied)
   std::map<std::string, std::string> env;   // applied last, over everything else
   std::chrono::seconds start_timeout{180};  // from the start of a worker to its ready line
   // 0: no limit. CUDA reserves a huge virtual address space, so leave 0 for cuda.
   std::size_t address_space_bytes = 0;
   unsigned open_files = 4096;
   bool isolate_network = true;
+};
+
+// How long a worker may take for one request. The worker reports its progress on the way
+// ({"progress": "prepared", "eager_ms": ...} once the problem side is ready, {"progress": "primed"}
+// after the candidate's first call), and each phase has its own allowance, so that a candidate's
+// limit follows from its reference: a minute plus a multiple of eager's time, after a separate
+// allowance for compilation. `total` and `until` cap everything.
+struct CallLimits {
+  std::chrono::seconds total{0};  // from sending the request to its answer; 0: no cap
+  std::optional<std::chrono::steady_clock::time_point> until;  // e.g. the run's --time-limit
+  std::chrono::seconds prepare{600};  // until "prepared": the problem's references and facts
+  std::chrono::seconds compile{300};  // "prepared" to "primed": import, JIT builds, first call
+  std::chrono::seconds base{60};      // "primed" to the answer: base + per_eager x eager's time
+  double per_eager = 1000;
+  // Only `total`, for requests without candidate phases (ceilings) and the tests.
+  static CallLimits fixed(std::chrono::seconds total);
 };
 
 struct WorkerOutcome {
@@ -51,6 +76,8 @@ struct WorkerOutcome {
   std::string stderr_tail;  // the worker's last stderr output, candidate prints included
   double seconds = 0;       // from sending the request to the answer or the failure
   nlohmann::json ready;     // the worker's ready line
+  std::string limit;        // on a timeout: which limit it was, in words
+  std::optional<double> eager_ms;  // as the worker reported it when prepared
   std::string sandbox;      // "bwrap", "unshare" or "none"
 };
 
@@ -66,7 +93,10 @@ class WorkerPool {
   // Takes a started worker (waiting for one if none is left), has a replacement started, sends
   // the request and waits at most `timeout` for the answer. A failing worker is an outcome;
   // throws mblast::Error only when no worker process can be started at all.
-  WorkerOutcome call(const nlohmann::json& request, std::chrono::seconds timeout);
+  WorkerOutcome call(const nlohmann::json& request, const CallLimits& limits);
+  WorkerOutcome call(const nlohmann::json& request, std::chrono::seconds timeout) {
+    return call(request, CallLimits::fixed(timeout));
+  }
 
   // Starts one more worker in the background, beyond the `prestarted` ones.
   void prestart();
@@ -75,6 +105,9 @@ class WorkerPool {
   void set_prestarted(std::size_t prestarted);
 
   const std::string& sandbox() const { return sandbox_; }
+  // True when candidate code sees a read-only file system (bwrap); false under `unshare -n` or
+  // no sandbox, where it can write wherever the user can.
+  bool read_only_filesystem() const { return sandbox_ == "bwrap"; }
 
  private:
   struct Worker;
@@ -91,6 +124,7 @@ class WorkerPool {
   const WorkerConfig config_;
   std::size_t prestarted_;  // guarded by mutex_
   std::string sandbox_;
+  int cache_fd_ = -1;  // config_.problem_cache, open for the pool's lifetime
 
   std::mutex mutex_;
   std::condition_variable changed_;

@@ -3,12 +3,14 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
 #include "cli/app.hpp"
+#include "mblast/eval_server.hpp"
 #include "mblast/error.hpp"
 #include "mblast/eval.hpp"
 #include "mblast/python.hpp"
@@ -25,10 +27,12 @@ struct EvalCommand {
   std::string cache_dir;
   bool strict = false;
   bool no_timing = false;
-  int timeout_s = 600;
+  int timeout_s = 0;
+  int compile_timeout_s = 300;
   int prestart = 1;
   std::string export_path;
   bool json = false;
+  bool no_server = false;
 };
 
 std::string number(const nlohmann::json& value, const char* format) {
@@ -129,6 +133,18 @@ void print_seconds(const nlohmann::json& r) {
             << number(r.value("worker_wait_seconds", nlohmann::json()), "%.2f") << ")\n";
 }
 
+// Judges in this process. Workers kept pre-started (one by default): the first imports torch while
+// the CUDA sources compile, and each taken worker's replacement starts while it evaluates, ready
+// for the next candidate. No more than the candidates need.
+std::vector<nlohmann::json> judge_here(const EvalCommand& c, const EvalOptions& options,
+                                       const std::vector<std::filesystem::path>& candidates,
+                                       const std::filesystem::path& python) {
+  const auto prestart =
+      std::min<std::size_t>(static_cast<std::size_t>(c.prestart), candidates.size());
+  WorkerPool workers(eval_worker_config(options, python), prestart);
+  return evaluate_all(options, candidates, workers);
+}
+
 int report(const EvalCommand& c, const std::vector<nlohmann::json>& results) {
   bool all_correct = true;
   for (const auto& result : results) all_correct = all_correct && result.value("correct", false);
@@ -208,7 +224,7 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
   eval->add_flag("--strict-tolerance", c->strict,
                  "Do not widen the tolerance to 1.5x PyTorch eager's own error");
   eval->add_flag("--allow-tf32", c->options.allow_tf32, "Allow TF32 matrix math in the candidate");
-  eval->add_option("--runs", c->options.timing_runs, "Timed runs of each (default 30)")
+  eval->add_option("--runs", c->options.timing_runs, "Timed runs of each contender, at most (default 100, as KernelBench; on CUDA fewer where they would take over about 0.4 s, never under 20)")
       ->check(CLI::Range(1, 100000));
   eval->add_flag("--no-timing", c->no_timing, "Verify only");
   eval->add_flag("--profile", c->options.profile,
@@ -216,7 +232,11 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
                  "signatures (op and kernel time shares, idle fraction, speed-of-light fractions)");
   eval->add_flag("--compile-baseline", c->options.compile_baseline,
                  "Also time torch.compile of the reference");
-  eval->add_option("--timeout", c->timeout_s, "Seconds before the worker is killed (default 600)")
+  eval->add_option("--timeout", c->timeout_s, "Seconds a candidate's worker may take in all before it is killed. Default: derived from the reference, a minute plus 1000 x eager's time once the problem is prepared (at most 600 s) and the candidate compiled (--compile-timeout)")
+      ->check(CLI::NonNegativeNumber);
+  eval->add_option("--compile-timeout", c->compile_timeout_s,
+                   "Seconds a candidate's import and first call may take (JIT builds, torch.compile; "
+                   "default 300)")
       ->check(CLI::PositiveNumber);
   eval->add_option(
       "--cache-dir", c->cache_dir,
@@ -229,6 +249,9 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
   eval->add_option("--export", c->export_path,
                    "If the candidate is correct, write it here as a self-contained KernelBench "
                    "ModelNew file (CUDA built with load_inline); one candidate only");
+  eval->add_flag("--no-server", c->no_server,
+                 "Judge in this process instead of the eval server, which keeps a worker started "
+                 "between `mblast eval` commands on a GPU (MBLAST_EVAL_SERVER=0 does the same)");
   eval->add_flag("--json", c->json, "Print the result object as JSON");
   eval->callback([&action, c] {
     action = [c] {
@@ -240,6 +263,7 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
       options.tolerance_policy = c->strict ? "strict" : "eager-widened";
       options.timing = !c->no_timing;
       options.timeout = std::chrono::seconds(c->timeout_s);
+      options.compile_timeout = std::chrono::seconds(c->compile_timeout_s);
       std::vector<std::filesystem::path> files = {options.problem};
       files.insert(files.end(), candidates.begin(), candidates.end());
       for (const auto& path : files) {
@@ -263,14 +287,11 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
       // Absolute: workers run in their own temporary directories.
       options.cache_dir = std::filesystem::absolute(options.cache_dir);
       if (options.backend != "cuda") return judge_native(*c, options, candidates, *python);
-      const WorkerConfig config = eval_worker_config(options, *python);
-      // Workers kept pre-started (one by default): the first imports torch while the CUDA
-      // sources compile, and each taken worker's replacement starts while it evaluates, ready
-      // for the next candidate. No more than the candidates need.
-      const auto prestart =
-          std::min<std::size_t>(static_cast<std::size_t>(c->prestart), candidates.size());
-      WorkerPool workers(config, prestart);
-      const auto results = evaluate_all(options, candidates, workers);
+      std::optional<std::vector<nlohmann::json>> served;
+      if (!c->no_server && eval_server_wanted(options)) {
+        served = evaluate_via_server(options, candidates, *python);
+      }
+      const auto results = served ? *served : judge_here(*c, options, candidates, *python);
       bool all_correct = true;
       for (const auto& result : results)
         all_correct = all_correct && result.value("correct", false);

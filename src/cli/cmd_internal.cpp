@@ -1,6 +1,8 @@
 // `mblast internal ...`: hidden subcommands that mblast runs in child processes of its own.
 //   opencl-run   runs one OpenCL candidate on tensor bundles (backends/opencl/opencl_child.hpp)
+//   eval-server  the eval server's loop (mblast/eval_server.hpp)
 #include "cli/app.hpp"
+#include "mblast/eval_server.hpp"
 #include "opencl/opencl_child.hpp"
 
 namespace mblast::cli {
@@ -21,6 +23,19 @@ void register_internal(CLI::App& app, Globals& /*globals*/, Action& action) {
   opencl_run->add_option("--device", request->device, "cpu, gpu, P:D or part of a device name");
   opencl_run->callback(
       [&action, request] { action = [request] { return opencl::run_child(*request); }; });
+
+  struct ServerArgs {
+    std::string socket, python, identity;
+  };
+  auto server = std::make_shared<ServerArgs>();
+  auto* eval_server = internal->add_subcommand("eval-server", "Serve `mblast eval` requests");
+  eval_server->add_option("--socket", server->socket, "Unix socket to listen on")->required();
+  eval_server->add_option("--python", server->python, "Python with PyTorch for the workers")
+      ->required();
+  eval_server->add_option("--identity", server->identity, "The configuration it serves")->required();
+  eval_server->callback([&action, server] {
+    action = [server] { return run_eval_server(server->socket, server->python, server->identity); };
+  });
 }
 
 }  // namespace mblast::cli

@@ -20,7 +20,8 @@ namespace {
 struct OptimizeCommand {
   OptimizeOptions options;
   std::string problem, out, resume, cache_dir, config;
-  int timeout_s = 600;
+  int timeout_s = 0;
+  int compile_timeout_s = 300;
   std::optional<int> max_evaluations;
   std::optional<double> time_limit, max_cost;
   std::optional<std::int64_t> max_tokens;
@@ -207,10 +208,13 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
   cmd->add_option("--seeds", c->options.verify_seeds,
                   "Verification trials per candidate (default 5)")
       ->check(CLI::Range(1, 1000));
-  cmd->add_option("--runs", c->options.timing_runs, "Timed runs per candidate (default 30)")
+  cmd->add_option("--runs", c->options.timing_runs, "Timed runs per candidate, at most (default 100; on CUDA fewer where they would take over about 0.4 s, never under 20)")
       ->check(CLI::Range(1, 100000));
-  cmd->add_option("--timeout", c->timeout_s,
-                  "Seconds before a candidate's worker is killed (default 600)")
+  cmd->add_option("--timeout", c->timeout_s, "Seconds a candidate's worker may take in all before it is killed. Default: derived from the reference, a minute plus 1000 x eager's time once the problem is prepared (at most 600 s) and the candidate compiled (--compile-timeout)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--compile-timeout", c->compile_timeout_s,
+                  "Seconds a candidate's import and first call may take (JIT builds, torch.compile; "
+                  "default 300)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--cache-dir", c->cache_dir,
                   "Reference and build cache (default ~/.cache/mblast)");
@@ -223,6 +227,7 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
       o.max_tokens = c->max_tokens;
       o.max_cost_usd = c->max_cost;
       o.eval_timeout = std::chrono::seconds(c->timeout_s);
+      o.compile_timeout = std::chrono::seconds(c->compile_timeout_s);
       o.cache_dir = c->cache_dir;
       if (!c->config.empty()) o.llm_config = c->config;
       if (!globals.kb_path.empty()) o.kb = globals.kb();

@@ -139,7 +139,8 @@ nlohmann::json device_ceilings(const EvalOptions& options, const fs::path& cache
       spdlog::warn("ignoring unreadable ceilings cache {}", path.string());
     }
   }
-  auto outcome = workers.call({{"op", "ceilings"}, {"device", options.device}}, options.timeout);
+  auto outcome = workers.call({{"op", "ceilings"}, {"device", options.device}},
+                              options.timeout.count() > 0 ? options.timeout : std::chrono::seconds(600));
   refuse_unstartable(outcome, options);
   if (!outcome.completed || !outcome.response.value("error", nlohmann::json()).is_null()) {
     spdlog::warn("could not measure the device's ceilings ({}); no speed-of-light figures",
@@ -219,6 +220,14 @@ nlohmann::json eval_request(const EvalOptions& options, const fs::path& candidat
   };
 }
 
+CallLimits call_limits(const EvalOptions& options) {
+  CallLimits limits;
+  limits.total = options.timeout;
+  limits.compile = options.compile_timeout;
+  limits.until = options.until;
+  return limits;
+}
+
 // Sends one built candidate to a worker and folds the answer into its result.
 void judge(const EvalOptions& options, Pending& item, const fs::path& cache_dir,
            const nlohmann::json& ceilings, WorkerPool& workers) {
@@ -231,7 +240,7 @@ void judge(const EvalOptions& options, Pending& item, const fs::path& cache_dir,
 
   const auto request = eval_request(options, item.candidate, cache_dir, ceilings);
   const auto taken = std::chrono::steady_clock::now();
-  auto outcome = workers.call(request, options.timeout);
+  auto outcome = workers.call(request, call_limits(options));
   const double eval_seconds = seconds_since(taken);
   result["eval_seconds"] = eval_seconds;
   // call() = taking a worker and reading its ready line, then outcome.seconds for the request.
@@ -246,6 +255,8 @@ void judge(const EvalOptions& options, Pending& item, const fs::path& cache_dir,
         (outcome.stderr_tail.empty() ? "" : "\n--- worker stderr ---\n" + outcome.stderr_tail);
     result["error_kind"] =
         outcome.failure.find("timed out") != std::string::npos ? "timeout" : "crash";
+    // Stopped by the run's time limit, not the candidate's own: not a verdict on the candidate.
+    if (options.until && outcome.limit == "the run's --time-limit") result["stopped_by_time_limit"] = true;
     return;
   }
   const auto& response = outcome.response;
@@ -274,7 +285,7 @@ double percentile(std::vector<double> values, double q) {
 
 std::vector<nlohmann::json> evaluate_all(const EvalOptions& options,
                                          const std::vector<fs::path>& candidates,
-                                         WorkerPool& workers) {
+                                         WorkerPool& workers, bool keep_prestarted) {
   std::vector<Pending> pending;
   for (const auto& candidate : candidates) {
     pending.push_back(
@@ -297,7 +308,7 @@ std::vector<nlohmann::json> evaluate_all(const EvalOptions& options,
       ceilings = device_ceilings(options, cache_dir, workers);
       have_ceilings = true;
     }
-    if (&item == &pending.back()) workers.set_prestarted(0);  // nothing left to start one for
+    if (&item == &pending.back() && !keep_prestarted) workers.set_prestarted(0);  // none left
     judge(options, item, cache_dir, ceilings, workers);
     results.push_back(std::move(item.result));
   }
@@ -332,6 +343,7 @@ WorkerConfig eval_worker_config(const EvalOptions& options, const fs::path& pyth
   config.worker_dir = worker_directory();
   config.device = options.device;
   config.scratch_root = fs::temp_directory_path();
+  config.problem_cache = options.cache_dir / "reference";
   if (options.device == "cpu") {
     // Outputs of tens of MB come from mmap by default, and whether a call gets fresh pages
     // (several ms of page faults) or reuses freed ones depended on the allocation order, which

@@ -55,6 +55,7 @@ nlohmann::json Judge::judge(const fs::path& candidate, bool compile_baseline) {
   options.compile_baseline = compile_baseline;
   nlohmann::json result = native_ ? evaluate_native(options, candidate, *native_, bundles_)
                                   : evaluate(options, *workers_);
+  if (result.value("stopped_by_time_limit", false)) return result;
   ++evaluations_run_;
   // A step redone after a kill then writes the same attempt rows (their ids hash this time).
   result["judged_at"] = utc_now();

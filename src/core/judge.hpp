@@ -1,6 +1,7 @@
 #pragma once
 // The loop's judge: `mblast eval` on candidates in the run directory, each judged at most once
 // per run (results stored next to the candidate, so a resumed run reuses them).
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -29,6 +30,9 @@ class Judge {
   int evaluations_run() const { return evaluations_run_; }
   // No worker is started ahead any more (the run is ending).
   void stop_prestarting();
+  // Evaluations still running at this time are stopped (their result has stopped_by_time_limit
+  // and is not stored, so that a resumed run judges the candidate again).
+  void set_deadline(std::chrono::steady_clock::time_point until) { options_.until = until; }
 
   bool native() const { return native_ != nullptr; }
   NativeBackend& native_backend() { return *native_; }

@@ -25,6 +25,12 @@ namespace {
 
 std::atomic<bool> g_stop_requested{false};
 
+// The run's --time-limit ran out while an evaluation was in flight.
+class TimeLimitReached : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // A correct candidate must beat the current one by this much to replace it: timing noise of a
 // median of many runs is about 1%.
 constexpr double kMinGain = 1.01;
@@ -120,6 +126,7 @@ EvalOptions Loop::eval_options() const {
   e.timing_runs = options_.timing_runs;
   e.profile = true;  // every candidate's signature classifies the state of the next step
   e.timeout = options_.eval_timeout;
+  e.compile_timeout = options_.compile_timeout;
   e.rvv_vlen = options_.rvv_vlen;
   e.remote = options_.remote;
   e.remote_mblast = options_.remote_mblast;
@@ -196,7 +203,17 @@ nlohmann::json Loop::run() {
         "no LLM configured (set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --llm): this run "
         "tries the built-in techniques only");
   }
-  baseline();
+  if (options_.time_limit_minutes) {
+    // An evaluation in flight when the run's time is up is stopped, and judged again on resume.
+    const double left_s = *options_.time_limit_minutes * 60 - seconds_before_;
+    judge_.set_deadline(started_ + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(std::max(0.0, left_s))));
+  }
+  try {
+    baseline();
+  } catch (const TimeLimitReached& e) {
+    return finish("budget", e.what());
+  }
   run_id_ = run_.config().value("run_id", "");
   restore(recorded_steps);
 
@@ -211,6 +228,8 @@ nlohmann::json Loop::run() {
     try {
       result = step(iteration, step_in_iteration, global);
     } catch (const LlmBudgetExhausted& e) {
+      return finish("budget", e.what());
+    } catch (const TimeLimitReached& e) {
       return finish("budget", e.what());
     } catch (const Error& e) {
       if (e.code() == ExitCode::bad_input) throw;
@@ -507,6 +526,10 @@ Evaluation Loop::write_and_judge(const std::string& stem, const std::string& sou
   evaluation.file = run_.save_candidate(
       stem, source, judge_.native() ? judge_.native_backend().extension() : ".py");
   evaluation.result = judge_.judge(evaluation.file, compile_baseline);
+  if (evaluation.result.value("stopped_by_time_limit", false)) {
+    throw TimeLimitReached("the time limit of " + std::to_string(*options_.time_limit_minutes) +
+                           " min is spent (the evaluation in flight was stopped; --resume judges it)");
+  }
   evaluation.outcome = attempt_outcome(evaluation.result);
   evaluation.tokens = tokens;
   return evaluation;

@@ -52,6 +52,7 @@ nlohmann::json options_to_json(const OptimizeOptions& o) {
           {"verify_seeds", o.verify_seeds},
           {"timing_runs", o.timing_runs},
           {"eval_timeout_s", o.eval_timeout.count()},
+          {"compile_timeout_s", o.compile_timeout.count()},
           {"kb", o.kb.string()},
           {"out", o.out.string()},
           {"cache_dir", o.cache_dir.string()},
@@ -94,6 +95,9 @@ OptimizeOptions options_from_json(const nlohmann::json& j) {
     std::int64_t timeout = o.eval_timeout.count();
     read(j, "eval_timeout_s", timeout);
     o.eval_timeout = std::chrono::seconds(timeout);
+    std::int64_t compile_timeout = o.compile_timeout.count();
+    read(j, "compile_timeout_s", compile_timeout);
+    o.compile_timeout = std::chrono::seconds(compile_timeout);
     read(j, "kb", text);
     o.kb = text;
     text.clear();

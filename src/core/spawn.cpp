@@ -103,6 +103,7 @@ struct ChildPlan {
   const char* cwd = nullptr;
   std::vector<Limit> limits;
   std::array<int, 3> stdio{};
+  std::vector<int> pass_fds;  // become 3, 4, ...
   int report_fd = -1;
 };
 
@@ -130,27 +131,39 @@ void add_limit(std::vector<Limit>& limits, int resource, rlim_t value, rlim_t ha
   // Ignored signals stay ignored across exec; the parent may ignore SIGPIPE.
   for (const int sig : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD}) ::signal(sig, SIG_DFL);
 
-  // Move the pipe ends above 2 first, so one dup2 cannot overwrite the source of another (the
-  // parent might have been started with 0, 1 or 2 closed).
+  // Move every descriptor we dup from above the targets first (0, 1, 2 and 3.. for pass_fds),
+  // so that one dup2 cannot overwrite the source of another (the parent might have been started
+  // with 0, 1 or 2 closed).
+  const int first_free = 3 + static_cast<int>(plan.pass_fds.size());
+  int report = ::fcntl(plan.report_fd, F_DUPFD_CLOEXEC, first_free);
+  if (report < 0) report = plan.report_fd;
   std::array<int, 3> moved{};
   for (std::size_t i = 0; i < 3; ++i) {
-    moved[i] = ::fcntl(plan.stdio[i], F_DUPFD_CLOEXEC, 3);
-    if (moved[i] < 0) child_fail(plan.report_fd, ChildStage::kStreams);
+    moved[i] = ::fcntl(plan.stdio[i], F_DUPFD_CLOEXEC, first_free);
+    if (moved[i] < 0) child_fail(report, ChildStage::kStreams);
+  }
+  std::array<int, 8> passed{};
+  for (std::size_t i = 0; i < plan.pass_fds.size() && i < passed.size(); ++i) {
+    passed[i] = ::fcntl(plan.pass_fds[i], F_DUPFD_CLOEXEC, first_free);
+    if (passed[i] < 0) child_fail(report, ChildStage::kStreams);
   }
   for (std::size_t i = 0; i < 3; ++i) {
-    if (::dup2(moved[i], static_cast<int>(i)) < 0) child_fail(plan.report_fd, ChildStage::kStreams);
+    if (::dup2(moved[i], static_cast<int>(i)) < 0) child_fail(report, ChildStage::kStreams);
+  }
+  for (std::size_t i = 0; i < plan.pass_fds.size() && i < passed.size(); ++i) {
+    if (::dup2(passed[i], 3 + static_cast<int>(i)) < 0) child_fail(report, ChildStage::kStreams);
   }
   // Descriptors other threads opened without O_CLOEXEC must not leak into the child.
-  ::syscall(SYS_close_range, 3U, ~0U, kCloseRangeCloexec);
+  ::syscall(SYS_close_range, static_cast<unsigned>(first_free), ~0U, kCloseRangeCloexec);
 
-  if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) child_fail(plan.report_fd, ChildStage::kChdir);
+  if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) child_fail(report, ChildStage::kChdir);
   for (const Limit& limit : plan.limits) {
     if (::setrlimit(limit.resource, &limit.value) != 0) {
-      child_fail(plan.report_fd, ChildStage::kLimits);
+      child_fail(report, ChildStage::kLimits);
     }
   }
   ::execve(plan.program, plan.argv.data(), plan.envp.data());
-  child_fail(plan.report_fd, ChildStage::kExec);
+  child_fail(report, ChildStage::kExec);
 }
 
 Error start_error(const ProcessSpec& spec, const ChildFailure& failure) {
@@ -231,6 +244,10 @@ Started spawn(const ProcessSpec& spec) {
   Pipe err = make_pipe(program);
   Pipe report = make_pipe(program);
   plan.stdio = {in.read.get(), out.write.get(), err.write.get()};
+  if (spec.pass_fds.size() > 8) {
+    throw input_error("cannot run '" + program + "': more than 8 descriptors to pass");
+  }
+  plan.pass_fds = spec.pass_fds;
   plan.report_fd = report.write.get();
 
   Started started;

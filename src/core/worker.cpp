@@ -1,10 +1,13 @@
 #include "mblast/worker.hpp"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <array>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <system_error>
 #include <utility>
@@ -27,9 +30,21 @@ constexpr auto kExitGrace = std::chrono::seconds(5);  // for a worker that has a
 constexpr std::size_t kStderrTailBytes = 64 * 1024;
 constexpr std::size_t kExcerptBytes = 200;
 
+// The file system read-only, devices (GPUs) usable, a private /dev/shm; the worker's own scratch
+// folder and the hidden folders are added per worker (bwrap_prefix).
 const std::vector<std::string> kBwrap = {
-    "bwrap", "--unshare-net", "--die-with-parent", "--dev-bind", "/", "/", "--proc", "/proc", "--"};
+    "bwrap",      "--unshare-net", "--unshare-ipc", "--die-with-parent", "--ro-bind", "/", "/",
+    "--dev-bind", "/dev",          "/dev",          "--proc",            "/proc",     "--tmpfs",
+    "/dev/shm"};
 const std::vector<std::string> kUnshare = {"unshare", "-n", "--"};
+
+std::vector<std::string> bwrap_prefix(const WorkerConfig& config, const fs::path& scratch) {
+  std::vector<std::string> argv = kBwrap;
+  for (const auto& path : config.hidden) argv.insert(argv.end(), {"--tmpfs", path.string()});
+  if (!config.problem_cache.empty()) argv.insert(argv.end(), {"--tmpfs", config.problem_cache.string()});
+  argv.insert(argv.end(), {"--bind", scratch.string(), scratch.string(), "--"});
+  return argv;
+}
 
 bool works(std::vector<std::string> prefix) {
   if (!find_program(prefix.front())) return false;
@@ -44,15 +59,28 @@ bool works(std::vector<std::string> prefix) {
   }
 }
 
-// Probed once per process, with the same options the workers get.
+// Probed once per process, with the same options the workers get. MBLAST_SANDBOX (bwrap, unshare
+// or none) forces one.
 const std::string& detect_sandbox() {
   static const std::string mode = [] {
-    if (works(kBwrap)) return "bwrap";
-    if (works(kUnshare)) return "unshare";
+    if (const char* forced = std::getenv("MBLAST_SANDBOX"); forced && *forced) {
+      const std::string value = forced;
+      if (value == "bwrap" || value == "unshare" || value == "none") return value;
+      spdlog::warn("ignoring MBLAST_SANDBOX={} (expected bwrap, unshare or none)", value);
+    }
+    std::vector<std::string> probe = kBwrap;
+    probe.push_back("--");
+    if (works(probe)) return std::string("bwrap");
+    if (works(kUnshare)) {
+      spdlog::warn(
+          "candidate code can write wherever you can: bwrap does not work here, so workers only "
+          "lose the network (`unshare -n`); install bubblewrap for a read-only sandbox");
+      return std::string("unshare");
+    }
     spdlog::warn(
         "workers run without network isolation: neither bwrap nor `unshare -n` works here; "
         "install bubblewrap to sandbox candidate code");
-    return "none";
+    return std::string("none");
   }();
   return mode;
 }
@@ -145,9 +173,9 @@ class ScratchDir {
 };
 
 ProcessSpec worker_spec(const WorkerConfig& config, const std::string& sandbox,
-                        const fs::path& dir) {
+                        const fs::path& dir, int cache_fd) {
   ProcessSpec spec;
-  if (sandbox == "bwrap") spec.argv = kBwrap;
+  if (sandbox == "bwrap") spec.argv = bwrap_prefix(config, dir);
   if (sandbox == "unshare") spec.argv = kUnshare;
   spec.argv.insert(spec.argv.end(), {config.python.string(), "-m", "mblast_worker", "serve"});
   spec.cwd = dir;
@@ -159,6 +187,10 @@ ProcessSpec worker_spec(const WorkerConfig& config, const std::string& sandbox,
               {"TMPDIR", dir.string()},
               {"HOME", dir.string()}};
   for (const auto& [name, value] : config.env) spec.env[name] = value;
+  if (cache_fd >= 0) {
+    spec.pass_fds = {cache_fd};
+    spec.env["MBLAST_CACHE_FD"] = "3";
+  }
   spec.limit_address_space_bytes = config.address_space_bytes;
   spec.limit_open_files = config.open_files;
   return spec;
@@ -175,14 +207,29 @@ WorkerConfig resolved(WorkerConfig config) {
   config.worker_dir = fs::absolute(config.worker_dir);
   if (config.scratch_root.empty()) config.scratch_root = fs::temp_directory_path();
   config.scratch_root = fs::absolute(config.scratch_root);
+  if (!config.problem_cache.empty()) config.problem_cache = fs::absolute(config.problem_cache);
+  for (auto& path : config.hidden) path = fs::absolute(path);
   return config;
 }
 
 }  // namespace
 
+// The problem cache, created if missing (bwrap mounts over it) and opened for the workers.
+int open_problem_cache(const fs::path& path) {
+  if (path.empty()) return -1;
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    spdlog::warn("cannot open the problem cache {} ({}); references are recomputed every time",
+                 path.string(), std::error_code(errno, std::generic_category()).message());
+  }
+  return fd;
+}
+
 struct WorkerPool::Worker {
-  Worker(const WorkerConfig& config, const std::string& sandbox)
-      : dir(config.scratch_root), child(worker_spec(config, sandbox, dir.path())) {}
+  Worker(const WorkerConfig& config, const std::string& sandbox, int cache_fd)
+      : dir(config.scratch_root), child(worker_spec(config, sandbox, dir.path(), cache_fd)) {}
 
   // Declared in this order so that the process group is gone before its directory is removed.
   ScratchDir dir;
@@ -193,7 +240,8 @@ struct WorkerPool::Worker {
 WorkerPool::WorkerPool(WorkerConfig config, std::size_t prestarted)
     : config_(resolved(std::move(config))),
       prestarted_(prestarted),
-      sandbox_(config_.isolate_network ? detect_sandbox() : "none") {
+      sandbox_(config_.isolate_network ? detect_sandbox() : "none"),
+      cache_fd_(open_problem_cache(config_.problem_cache)) {
   want_more();
   starter_ = std::thread([this] { starter_loop(); });
 }
@@ -206,6 +254,7 @@ WorkerPool::~WorkerPool() {
   changed_.notify_all();
   starter_.join();
   started_.clear();
+  if (cache_fd_ >= 0) ::close(cache_fd_);
 }
 
 void WorkerPool::prestart() {
@@ -223,7 +272,7 @@ void WorkerPool::want_more() {
 }
 
 std::unique_ptr<WorkerPool::Worker> WorkerPool::start_worker() const {
-  return std::make_unique<Worker>(config_, sandbox_);
+  return std::make_unique<Worker>(config_, sandbox_, cache_fd_);
 }
 
 void WorkerPool::starter_loop() {
@@ -267,7 +316,73 @@ std::unique_ptr<WorkerPool::Worker> WorkerPool::take() {
   return std::move(next.worker);
 }
 
-WorkerOutcome WorkerPool::call(const json& request, std::chrono::seconds timeout) {
+CallLimits CallLimits::fixed(std::chrono::seconds total) {
+  CallLimits limits;
+  limits.total = total;
+  limits.prepare = limits.compile = limits.base = std::chrono::hours(24 * 365);
+  limits.per_eager = 0;
+  return limits;
+}
+
+namespace {
+
+// The deadline of the phase a request is in, capped by the limits' total and until.
+class PhaseClock {
+ public:
+  PhaseClock(const CallLimits& limits, Clock::time_point sent) : limits_(limits), sent_(sent) {
+    start(limits.prepare, "the problem's preparation (" + seconds_text(limits.prepare) + ")");
+  }
+
+  void progress(const json& line, WorkerOutcome& outcome) {
+    const std::string event = line.value("progress", "");
+    if (event == "prepared") {
+      if (line.contains("eager_ms") && line["eager_ms"].is_number()) {
+        outcome.eager_ms = line["eager_ms"].get<double>();
+      }
+      start(limits_.compile, "the compile allowance (" + seconds_text(limits_.compile) + ")");
+    } else if (event == "primed") {
+      const double eager_ms = outcome.eager_ms.value_or(0.0);
+      const auto allowance = std::chrono::duration_cast<Clock::duration>(
+          limits_.base + std::chrono::duration<double, std::milli>(limits_.per_eager * eager_ms));
+      std::array<char, 160> why{};
+      std::snprintf(why.data(), why.size(), "the candidate's limit (%.0f s + %.0f x eager's %.3g ms)",
+                    static_cast<double>(limits_.base.count()), limits_.per_eager, eager_ms);
+      phase_deadline_ = Clock::now() + allowance;
+      phase_what_ = why.data();
+    }
+  }
+
+  Clock::time_point deadline() const {
+    Clock::time_point deadline = phase_deadline_;
+    if (limits_.total.count() > 0) deadline = std::min(deadline, sent_ + limits_.total);
+    if (limits_.until) deadline = std::min(deadline, *limits_.until);
+    return deadline;
+  }
+
+  // Which limit a timeout at `now` hit, in words.
+  std::string what(Clock::time_point now) const {
+    if (limits_.until && now >= *limits_.until) return "the run's --time-limit";
+    if (limits_.total.count() > 0 && now >= sent_ + limits_.total) {
+      return "--timeout (" + seconds_text(limits_.total) + ")";
+    }
+    return phase_what_;
+  }
+
+ private:
+  void start(std::chrono::seconds allowance, std::string what) {
+    phase_deadline_ = Clock::now() + allowance;
+    phase_what_ = std::move(what);
+  }
+
+  const CallLimits& limits_;
+  Clock::time_point sent_;
+  Clock::time_point phase_deadline_;
+  std::string phase_what_;
+};
+
+}  // namespace
+
+WorkerOutcome WorkerPool::call(const json& request, const CallLimits& limits) {
   const std::unique_ptr<Worker> worker = take();
   Child& child = worker->child;
   WorkerOutcome outcome;
@@ -299,27 +414,49 @@ WorkerOutcome WorkerPool::call(const json& request, std::chrono::seconds timeout
   }
 
   const auto sent = Clock::now();
-  const auto deadline = sent + timeout;
-  std::optional<std::string> answer;
-  if (child.write(request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", deadline)) {
-    child.close_stdin();  // one request per worker
-    answer = child.read_line(deadline);
-  }
-  if (!answer) {
-    const ProcessResult result = finish(deadline);
-    outcome.seconds = std::chrono::duration<double>(Clock::now() - sent).count();
-    outcome.failure =
-        result.timed_out ? "timed out after " + seconds_text(timeout) : ended_early(result, false);
-    return outcome;
+  PhaseClock clock(limits, sent);
+  std::optional<json> response;
+  bool written =
+      child.write(request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", clock.deadline());
+  if (written) child.close_stdin();  // one request per worker
+  bool invalid = false;
+  while (written && !response && !invalid) {
+    const std::optional<std::string> line = child.read_line(clock.deadline());
+    if (!line) break;
+    std::optional<json> object = parse_object(*line, why);
+    if (!object) {
+      invalid = true;
+    } else if (object->contains("progress") && !object->contains("ok")) {
+      clock.progress(*object, outcome);
+    } else {
+      response = std::move(object);
+    }
   }
   outcome.seconds = std::chrono::duration<double>(Clock::now() - sent).count();
-  if (auto response = parse_object(*answer, why)) {
+  if (response) {
     outcome.completed = true;
     outcome.response = std::move(*response);
-  } else {
-    outcome.failure = "worker sent invalid JSON: " + why;
+    finish(Clock::now() + kExitGrace);
+    return outcome;
   }
-  finish(Clock::now() + kExitGrace);
+  if (invalid) {
+    outcome.failure = "worker sent invalid JSON: " + why;
+    finish(Clock::now() + kExitGrace);
+    return outcome;
+  }
+  const auto deadline = clock.deadline();
+  const ProcessResult result = finish(deadline);
+  outcome.seconds = std::chrono::duration<double>(Clock::now() - sent).count();
+  if (result.timed_out) {
+    outcome.limit = clock.what(deadline);
+    const bool total = limits.total.count() > 0 && deadline >= sent + limits.total;
+    outcome.failure = total ? "timed out after " + seconds_text(limits.total)
+                            : "timed out after " +
+                                  seconds_text(std::chrono::duration<double>(outcome.seconds)) +
+                                  ": " + outcome.limit;
+  } else {
+    outcome.failure = ended_early(result, false);
+  }
   return outcome;
 }
 

@@ -28,7 +28,7 @@ RESPONSE_FIELDS = frozenset(
      "eager_max_rel_err", "tolerance", "reference_precision", "ref_ms", "cand_ms", "compile_ms", "speedup",
      "speedup_vs_compile", "timing", "flops", "min_bytes", "sol_ms", "flags", "error", "error_kind", "trials",
      "outputs", "device_name", "torch_version", "traceback", "reference_cache_hits", "reference_computations",
-     "notes", "bandwidth_gbs", "peak_tflops_fp32", "phase_seconds",
+     "notes", "bandwidth_gbs", "peak_tflops_fp32", "phase_seconds", "memory",
      "signature", "reference_signature"}
 )
 
@@ -54,8 +54,14 @@ def cpu_candidate(name: str) -> str:
     return str(CPU_CANDIDATES / f"{name}.py")
 
 
+# The device the table-driven worker tests judge on: the CPU here and in CI; `cuda` in the GPU
+# acceptance run (benchmarks/h200/acceptance.py), so that every hack test that is not CPU-only
+# also runs against the GPU path.
+TEST_DEVICE: str = os.environ.get("MBLAST_TEST_DEVICE", "cpu")
+
+
 def eval_request(problem_path: str, candidate_path: str, **overrides: Any) -> Dict[str, Any]:
-    req: Dict[str, Any] = {"op": "eval", "problem": problem_path, "candidate": candidate_path, "device": "cpu",
+    req: Dict[str, Any] = {"op": "eval", "problem": problem_path, "candidate": candidate_path, "device": TEST_DEVICE,
                            "seeds": [1, 2, 3], "timing": FAST_TIMING}
     req.update(overrides)
     return req

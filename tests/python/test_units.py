@@ -7,8 +7,9 @@ from typing import Any, Dict
 import pytest
 import torch
 
-from mblast_worker.checks import aliases_anything, check_structure
-from mblast_worker.compare import Tol, diff, eager_error, poison_dependent_fraction, widened
+from mblast_worker.checks import Expected, aliases_anything, check_structure
+from mblast_worker.compare import (CHUNK_ELEMENTS, Tol, count_poison, diff, eager_error, poison_share, poison_word,
+                                   widened)
 from mblast_worker.errors import RequestError
 from mblast_worker.guards import NamespaceSnapshot, Tf32Setting, apply_tf32, read_precision_state
 from mblast_worker.opsrec import record_ops, shared_reference_ops
@@ -78,19 +79,40 @@ def test_eager_error_and_widening() -> None:
     assert widened(BASE, 1e-6, "eager-widened") == BASE
 
 
-def test_poison_fraction() -> None:
+def test_poison_share_counts_elements_that_held_both_poisons() -> None:
     ref = torch.ones(10, dtype=torch.float64)
-    a = torch.ones(10)
-    b = torch.ones(10)
+    a, b = torch.ones(10), torch.ones(10)
     a[5:] = float("nan")
     b[5:] = SENTINEL
-    assert poison_dependent_fraction(a, b, ref, BASE) == pytest.approx(0.5)
-    # merely different results (a stale cache) are not poison
-    assert poison_dependent_fraction(torch.ones(10), torch.full((10,), 2.0), ref, BASE) == 0.0
+    nan_word, sentinel_word = poison_word(float("nan")), poison_word(SENTINEL)
+    da, db = diff(a, ref, BASE, 1e-4, poison=nan_word), diff(b, ref, BASE, 1e-4, poison=sentinel_word)
+    assert (da.poison_count, db.poison_count) == (5, 5)
+    assert poison_share(da, db) == pytest.approx(0.5)
+    # merely different results (a stale cache), or a NaN the candidate computed, are not poison
+    wrong = diff(torch.full((10,), 2.0), ref, BASE, 1e-4, poison=sentinel_word)
+    assert poison_share(da, wrong) == 0.0
+    # narrower and wider dtypes see the float32 poison word as halves or pairs of it
+    half = torch.full((4,), float("nan")).view(torch.int32).view(torch.float16)
+    assert count_poison(half, nan_word) == 8
+    assert count_poison(torch.zeros(3, dtype=torch.int64), nan_word) == 0
+
+
+def test_streamed_diff_matches_a_whole_tensor_diff() -> None:
+    torch.manual_seed(3)
+    n = CHUNK_ELEMENTS + 1000  # two chunks
+    r = torch.randn(n, dtype=torch.float64)
+    c = (r + 1e-6 * torch.randn(n, dtype=torch.float64)).float()
+    c[CHUNK_ELEMENTS + 7] = 5.0  # the worst element sits in the second chunk
+    d = diff(c.reshape(2, -1) if n % 2 == 0 else c, r.reshape(c.shape), BASE, 1e-4)
+    err = (c.double() - r).abs()
+    assert d.max_abs == pytest.approx(float(err.max()))
+    assert d.rel_l2 == pytest.approx(float(err.norm() / r.norm()), rel=1e-9)
+    assert d.worst_cand == 5.0 and d.worst_ref == pytest.approx(float(r[CHUNK_ELEMENTS + 7]))
+    assert d.numel == n
 
 
 def test_structure_checks() -> None:
-    expected = [torch.zeros(2, 3)]
+    expected = [Expected.of(torch.zeros(2, 3))]
     assert check_structure(torch.zeros(2, 3), expected).error is None
     assert check_structure([torch.zeros(2, 3)], expected).error_kind == "shape"
     assert check_structure((torch.zeros(2, 3), torch.zeros(1)), expected).error_kind == "shape"

@@ -27,7 +27,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from . import guards
 
     assert guards.perf_counter_ns is not None  # imported now: the originals are saved before any candidate code
-    from .device import default_device_spec, device_name, init_device, parse_device
+    from .device import default_device_spec, device_name, init_device, parse_device, warm_imports
     from .ops import handle, python_version
 
     spec = default_device_spec()
@@ -35,12 +35,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         try:
             device = parse_device(spec)
             init_device(device)
+            warm_imports()
             ready: dict = {"ready": True, "pid": os.getpid(), "torch": str(torch.__version__), "device": str(device),
                            "device_name": device_name(device), "python": python_version()}
         except Exception as exc:  # noqa: BLE001
             stream.write_object({"ready": False, "pid": os.getpid(), "error": f"{type(exc).__name__}: {exc}"})
             return _exit(1)
         stream.write_object(ready)
+        from . import progress
+
+        progress.set_sink(stream.write_object)
         line = sys.stdin.readline()
         raw: Any
         try:

@@ -21,7 +21,21 @@ def _fail(kind: str, message: str) -> Structure:
     return Structure([], [], kind, message)
 
 
-def check_structure(raw: Any, expected: List[torch.Tensor]) -> Structure:
+@dataclass(frozen=True)
+class Expected:
+    """What one output must be: the reference's shape, dtype and device."""
+
+    shape: Tuple[int, ...]
+    dtype: torch.dtype
+    device: torch.device
+    dense: bool = True
+
+    @staticmethod
+    def of(t: torch.Tensor) -> "Expected":
+        return Expected(tuple(t.shape), t.dtype, t.device, is_dense(t))
+
+
+def check_structure(raw: Any, expected: List[Expected]) -> Structure:
     outs = output_list(raw)
     if outs is None:
         return _fail("shape", kind_error(raw))
@@ -44,7 +58,7 @@ def check_structure(raw: Any, expected: List[torch.Tensor]) -> Structure:
             return _fail("dtype", f"output {i} has dtype {dtype_name(out.dtype)}, expected {dtype_name(exp.dtype)}")
         if out.device != exp.device:
             return _fail("dtype", f"output {i} is on {out.device}, expected {exp.device}")
-        if not is_dense(out) and is_dense(exp):
+        if not is_dense(out) and exp.dense:
             flags.append("non_dense_output")
             out = out.to_dense() if out.layout != torch.strided else out.contiguous()
         plain.append(out)

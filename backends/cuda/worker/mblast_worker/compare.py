@@ -1,16 +1,21 @@
 """Error metrics against the float64 reference, and the tolerance policy (DESIGN.md §3).
 
+Comparisons stream: an output is compared chunk by chunk (CHUNK_ELEMENTS at a time), so that no
+float64 copy of a whole output, nor any full-size temporary, is ever made. KernelBench outputs
+reach 2e9 elements; a whole-tensor comparison in float64 would need several times the memory
+the problem itself uses.
+
 max_rel_err is |c - r| / (|r| + atol): relative where values are large, absolute-scaled
 near zero, so it stays finite on outputs with exact zeros.
 """
 
 import math
-from dataclasses import dataclass
-from typing import List, Optional
+import struct
+from dataclasses import dataclass, field
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 import torch
 
-from .poison import SENTINEL
 from .tensors import unravel
 
 # An output with relative L2 error above this fails even if every element is inside
@@ -18,6 +23,7 @@ from .tensors import unravel
 REL_L2_LIMIT: float = 1e-2
 EAGER_WIDEN_FACTOR: float = 1.5
 PRECISION_DROP_RANGE = (1e-4, 5e-2)
+CHUNK_ELEMENTS: int = 1 << 24  # 16 Mi elements: 128 MiB per float64 temporary
 
 
 @dataclass
@@ -45,6 +51,11 @@ class OutputDiff:
     scale_rel: float  # max |c-r| / max |r|
     widespread_fraction: float  # elements off by more than 1e-5 of the output's scale
     bias_ratio: float  # max(|sum(c-r)|, |sum((c-r) sign r)|) / sum|c-r|: offsets and scalings
+    policy_err: float = 0.0  # the smallest t with |c - r| <= t + t |r| where both are finite
+    poison_count: int = 0  # elements holding the bit pattern the memory was poisoned with
+    digest: Tuple[float, float, float] = (0.0, 0.0, 0.0)  # of the candidate's values (tensors.digest)
+    numel: int = 0
+    ref_max: float = 0.0
 
     def looks_like_reduced_precision(self) -> bool:
         return (not self.special_mismatch and PRECISION_DROP_RANGE[0] <= self.scale_rel <= PRECISION_DROP_RANGE[1]
@@ -63,160 +74,204 @@ def as_f64(t: torch.Tensor) -> torch.Tensor:
     return t.to(torch.float64)
 
 
+def flat_view(t: torch.Tensor) -> torch.Tensor:
+    """A 1-D view of a dense tensor's values in row-major order (complex as pairs of reals)."""
+    t = t.detach()
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    return t.reshape(-1)
+
+
+def chunks(n: int, size: int = CHUNK_ELEMENTS) -> Iterator[Tuple[int, int]]:
+    for start in range(0, n, size):
+        yield start, min(n, start + size)
+
+
+# Bit patterns the poisoner writes (poison.py fills float32 words): what an element never written
+# holds, per element width. A width-2 element sees either half of the word, a width-8 one two words.
+def _poison_patterns(word: int, width: int) -> List[int]:
+    if width == 4:
+        return [word]
+    if width == 2:
+        return [word & 0xFFFF, word >> 16]
+    if width == 8:
+        return [word | (word << 32)]
+    if width == 1:
+        return sorted({(word >> s) & 0xFF for s in (0, 8, 16, 24)})
+    return []
+
+
+_INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _signed(value: int, width: int) -> int:
+    bits = 8 * width
+    if width == 1:
+        return value
+    return value - (1 << bits) if value >= 1 << (bits - 1) else value
+
+
+def poison_word(value: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", value))[0]
+
+
+def count_poison(chunk: torch.Tensor, word: int) -> int:
+    """Elements of a flat chunk whose bits are what poisoning with the float32 word left there."""
+    if chunk.dtype == torch.bool:
+        chunk = chunk.view(torch.uint8)
+    width = chunk.element_size()
+    if width not in _INT_VIEW:
+        return 0
+    bits = chunk.view(_INT_VIEW[width])
+    hits = None
+    for pattern in _poison_patterns(word, width):
+        eq = bits == _signed(pattern, width)
+        hits = eq if hits is None else hits | eq
+    return int(hits.sum()) if hits is not None else 0
+
+
 @dataclass
-class _Errors:
-    """|c - r| where both are finite (0 elsewhere), and what the non-finite values say."""
+class DiffAccumulator:
+    """diff() over one output, fed in order by chunks of its flattened values."""
 
-    c: torch.Tensor
-    r: torch.Tensor
-    err: torch.Tensor
-    abs_r: torch.Tensor  # |r| where r is finite, 0 elsewhere
-    signed: torch.Tensor  # c - r where both are finite, 0 elsewhere
-    r_safe: torch.Tensor  # r where finite, 0 elsewhere
-    special_bad: Optional[torch.Tensor]  # None: every value on both sides is finite
-    bad_nonfinite: bool
-    special_any: bool
+    tol: Tol
+    rel_floor: float
+    shape: Tuple[int, ...]
+    scale_hint: Optional[float] = None  # max |ref| when known ahead (for widespread_fraction)
+    poison: Optional[int] = None  # float32 word to count (poison_word), or None
+    n: int = 0
+    worst_ratio: float = -1.0
+    worst_flat: int = 0
+    worst_cand: Optional[float] = None
+    worst_ref: Optional[float] = None
+    max_rel: float = 0.0
+    max_abs: float = 0.0
+    policy_err: float = 0.0
+    err_sq: float = 0.0
+    ref_sq: float = 0.0
+    ref_max: float = 0.0
+    err_sum: float = 0.0
+    signed_sum: float = 0.0
+    scaling: float = 0.0
+    nonzero_c: int = 0
+    nonzero_r: int = 0
+    widespread: int = 0
+    bad_nonfinite: bool = False
+    special_any: bool = False
+    poison_count: int = 0
+    sums: List[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
 
-    def ref_norm(self) -> float:
-        return math.sqrt(float(_sum_sq(self.abs_r)))
+    def add(self, cand: torch.Tensor, ref: torch.Tensor) -> None:
+        """cand: a flat chunk of the candidate's output (any dtype); ref: the same elements of the
+        reference (any floating dtype, any device)."""
+        if self.poison is not None:
+            self.poison_count += count_poison(cand, self.poison)
+        c = cand.to(torch.float64)
+        r = ref.to(device=c.device, dtype=torch.float64)
+        offset = self.n
+        self.n += c.numel()
+        if c.numel() == 0:
+            return
+        self._digest(c, offset)
+        self.nonzero_c += int(torch.count_nonzero(c))
+        self.nonzero_r += int(torch.count_nonzero(r))
+        finite = math.isfinite(float(c.sum())) and math.isfinite(float(r.sum()))
+        if finite:
+            signed = c - r
+            abs_r = r.abs()
+        else:
+            c_fin, r_fin = torch.isfinite(c), torch.isfinite(r)
+            both = c_fin & r_fin
+            same_special = (torch.isnan(c) & torch.isnan(r)) | (~r_fin & ~torch.isnan(r) & (c == r))
+            special_bad = ~both & ~same_special
+            if bool((r_fin & ~c_fin).any()):
+                self.bad_nonfinite = True
+            if bool(special_bad.any()):
+                self.special_any = True
+            zero = torch.zeros((), dtype=torch.float64, device=c.device)
+            signed = torch.where(both, c - r, zero)
+            abs_r = torch.where(r_fin, r.abs(), zero)
+            r = torch.where(r_fin, r, zero)
+        err = signed.abs()
+        ratio = err / (abs_r * self.tol.rtol + self.tol.atol)
+        if not finite:
+            ratio.masked_fill_(special_bad, math.inf)
+        flat = int(ratio.argmax())
+        value = float(ratio[flat])
+        if value > self.worst_ratio:
+            self.worst_ratio, self.worst_flat = value, offset + flat
+            self.worst_cand, self.worst_ref = float(c[flat]), float(r[flat])
+        self.max_rel = max(self.max_rel, float((err / (abs_r + self.rel_floor)).max()))
+        self.policy_err = max(self.policy_err, float((err / (abs_r + 1.0)).max()))
+        self.max_abs = max(self.max_abs, float(err.max()))
+        self.err_sq += float(torch.dot(err, err))
+        self.ref_sq += float(torch.dot(abs_r, abs_r))
+        self.ref_max = max(self.ref_max, float(abs_r.max()))
+        self.err_sum += float(err.sum())
+        self.signed_sum += float(signed.sum())
+        self.scaling += float(torch.dot(signed, torch.sign(r)))
+        scale = self.scale_hint if self.scale_hint is not None else self.ref_max
+        self.widespread += int(torch.count_nonzero(err > 1e-5 * scale))
 
-    def err_norm(self) -> float:
-        return math.sqrt(float(_sum_sq(self.err)))
+    def _digest(self, c: torch.Tensor, offset: int) -> None:
+        clean = torch.nan_to_num(c, nan=7.0, posinf=11.0, neginf=-11.0)
+        self.sums[0] += float(clean.sum())
+        self.sums[1] += float(torch.dot(clean, clean))
+        weights = (torch.arange(offset, offset + c.numel(), device=c.device, dtype=torch.int64) % 1021 + 1)
+        self.sums[2] += float(torch.dot(clean, weights.to(torch.float64)))
 
-
-def _sum_sq(t: torch.Tensor) -> torch.Tensor:
-    flat = t.reshape(-1)
-    return torch.dot(flat, flat)  # one pass, no temporary
-
-
-def _all_finite(t: torch.Tensor) -> bool:
-    # A NaN or an infinity makes the sum non-finite (so can an overflow, which only costs the
-    # slow path): one reduction instead of a full boolean mask.
-    return math.isfinite(float(t.sum()))
-
-
-def _errors(cand: torch.Tensor, ref: torch.Tensor) -> _Errors:
-    c = as_f64(cand)
-    r = as_f64(ref).to(c.device)
-    if _all_finite(c) and _all_finite(r):
-        # The common case, in fewer passes over the data and fewer temporaries: no masking.
-        signed = torch.sub(c, r)
-        return _Errors(c, r, signed.abs(), r.abs(), signed, r, None, False, False)
-    c_fin, r_fin = torch.isfinite(c), torch.isfinite(r)
-    both = c_fin & r_fin
-    same_special = (torch.isnan(c) & torch.isnan(r)) | (~r_fin & ~torch.isnan(r) & (c == r))
-    special_bad = ~both & ~same_special
-    zero = torch.zeros((), dtype=torch.float64, device=c.device)
-    signed = torch.where(both, c - r, zero)
-    return _Errors(c, r, signed.abs(), torch.where(r_fin, r.abs(), zero), signed, torch.where(r_fin, r, zero),
-                   special_bad, bool((r_fin & ~c_fin).any()), bool(special_bad.any()))
-
-
-def _ratio(e: _Errors, tol: Tol) -> torch.Tensor:
-    denom = e.abs_r.mul(tol.rtol).add_(tol.atol)
-    ratio = torch.div(e.err, denom, out=denom)  # in place: one temporary fewer
-    if e.special_bad is not None:
-        ratio.masked_fill_(e.special_bad, math.inf)
-    return ratio
-
-
-def _max_scaled(err: torch.Tensor, abs_r: torch.Tensor, floor: float, scratch: Optional[torch.Tensor] = None) -> float:
-    """max(err / (abs_r + floor)), through one scratch buffer instead of two temporaries."""
-    buf = torch.add(abs_r, floor, out=scratch) if scratch is not None else abs_r.add(floor)
-    return float(torch.div(err, buf, out=buf).max())
+    def result(self) -> OutputDiff:
+        n = self.n
+        if n == 0:
+            return OutputDiff(0.0, 0.0, 0.0, 0.0, [], None, None, False, False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        ref_norm, err_norm = math.sqrt(self.ref_sq), math.sqrt(self.err_sq)
+        bias = max(abs(self.signed_sum), abs(self.scaling)) / self.err_sum if self.err_sum > 0 else 0.0
+        return OutputDiff(
+            max_abs=math.inf if self.special_any else self.max_abs,
+            max_rel=math.inf if self.special_any else self.max_rel,
+            rel_l2=_rel_l2(err_norm, ref_norm),
+            worst_ratio=self.worst_ratio,
+            worst_index=unravel(self.worst_flat, self.shape),
+            worst_cand=self.worst_cand,
+            worst_ref=self.worst_ref,
+            bad_nonfinite=self.bad_nonfinite,
+            special_mismatch=self.special_any,
+            ref_norm=ref_norm,
+            zero_fraction=1.0 - self.nonzero_c / n,
+            ref_zero_fraction=1.0 - self.nonzero_r / n,
+            scale_rel=self.max_abs / self.ref_max if self.ref_max > 0 else math.inf,
+            widespread_fraction=self.widespread / n,
+            bias_ratio=bias,
+            policy_err=self.policy_err,
+            poison_count=self.poison_count,
+            digest=(self.sums[0], self.sums[1], self.sums[2]),
+            numel=n,
+            ref_max=self.ref_max,
+        )
 
 
 def _rel_l2(err_norm: float, ref_norm: float) -> float:
     return err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else math.inf)
 
 
-def diff(cand: torch.Tensor, ref: torch.Tensor, tol: Tol, rel_floor: float) -> OutputDiff:
-    if cand.numel() == 0:
-        return OutputDiff(0.0, 0.0, 0.0, 0.0, [], None, None, False, False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    e = _errors(cand, ref)
-    ratio = _ratio(e, tol)
-    flat = int(ratio.reshape(-1).argmax())
-    worst_ratio = float(ratio.reshape(-1)[flat])
-    # ratio is not needed any more: its memory is the scratch buffer for max_rel.
-    max_rel = math.inf if e.special_any else _max_scaled(e.err, e.abs_r, rel_floor, ratio)
-    ref_norm, err_norm = e.ref_norm(), e.err_norm()
-    max_abs = float(e.err.max())
-    ref_max = float(e.abs_r.max())
-    err_sum = float(e.err.sum())
-    n = e.c.numel()
-    if err_sum > 0:
-        offset = abs(float(e.signed.sum()))
-        scaling = abs(float(torch.dot(e.signed.reshape(-1), torch.sign(e.r_safe).reshape(-1))))
-        bias_ratio = max(offset, scaling) / err_sum
-    else:
-        bias_ratio = 0.0
-    return OutputDiff(
-        max_abs=math.inf if e.special_any else max_abs,
-        max_rel=max_rel,
-        rel_l2=_rel_l2(err_norm, ref_norm),
-        worst_ratio=worst_ratio,
-        worst_index=unravel(flat, tuple(e.c.shape)),
-        worst_cand=float(e.c.reshape(-1)[flat]),
-        worst_ref=float(e.r.reshape(-1)[flat]),
-        bad_nonfinite=e.bad_nonfinite,
-        special_mismatch=e.special_any,
-        ref_norm=ref_norm,
-        zero_fraction=1.0 - int(torch.count_nonzero(e.c)) / n,
-        ref_zero_fraction=1.0 - int(torch.count_nonzero(e.r)) / n,
-        scale_rel=max_abs / ref_max if ref_max > 0 else math.inf,
-        widespread_fraction=int(torch.count_nonzero(e.err > 1e-5 * ref_max)) / n,
-        bias_ratio=bias_ratio,
-    )
+def diff(cand: torch.Tensor, ref: torch.Tensor, tol: Tol, rel_floor: float, poison: Optional[int] = None,
+         scale_hint: Optional[float] = None) -> OutputDiff:
+    """The candidate's output against the reference, streamed in chunks."""
+    acc = DiffAccumulator(tol, rel_floor, tuple(torch.view_as_real(cand).shape if cand.is_complex() else cand.shape),
+                          scale_hint=scale_hint, poison=poison)
+    c, r = flat_view(cand), flat_view(ref)
+    for start, end in chunks(c.numel()):
+        acc.add(c[start:end], r[start:end])
+    return acc.result()
 
 
 def passes(cand: torch.Tensor, ref: torch.Tensor, tol: Tol, rel_l2_limit: float) -> bool:
-    """diff(cand, ref, tol, ...).passes(rel_l2_limit), without the statistics it does not need."""
-    if cand.numel() == 0:
-        return True
-    e = _errors(cand, ref)
-    if e.special_any or float(_ratio(e, tol).max()) > 1.0:
-        return False
-    ref_norm = e.ref_norm()
-    return ref_norm == 0.0 or _rel_l2(e.err_norm(), ref_norm) <= rel_l2_limit
-
-
-@dataclass
-class EagerError:
-    """PyTorch eager's own error against the reference, for the tolerance policy and the report."""
-
-    policy_err: float  # the smallest t with |eager - r| <= t + t |r| everywhere both are finite
-    max_abs: float
-    max_rel: float
-    rel_l2: float
-    ref_norm: float
-
-
-def eager_errors(eager: torch.Tensor, ref: torch.Tensor, rel_floor: float) -> EagerError:
-    """eager_error() and diff()'s max_abs, max_rel, rel_l2 and ref_norm, from one pass of setup."""
-    if eager.numel() == 0:
-        return EagerError(0.0, 0.0, 0.0, 0.0, 0.0)
-    e = _errors(eager, ref)
-    ref_norm = e.ref_norm()
-    scratch = torch.empty_like(e.err)
-    return EagerError(
-        policy_err=_max_scaled(e.err, e.abs_r, 1.0, scratch),
-        max_abs=math.inf if e.special_any else float(e.err.max()),
-        max_rel=math.inf if e.special_any else _max_scaled(e.err, e.abs_r, rel_floor, scratch),
-        rel_l2=_rel_l2(e.err_norm(), ref_norm),
-        ref_norm=ref_norm,
-    )
+    return diff(cand, ref, tol, tol.atol).passes(rel_l2_limit)
 
 
 def eager_error(eager: torch.Tensor, ref: torch.Tensor) -> float:
     """The smallest t with |eager - r| <= t + t |r| everywhere both are finite."""
-    e = as_f64(eager)
-    r = as_f64(ref).to(e.device)
-    if e.numel() == 0:
-        return 0.0
-    both = torch.isfinite(e) & torch.isfinite(r)
-    zero = torch.zeros((), dtype=torch.float64, device=e.device)
-    t = torch.where(both, (e - r).abs() / (1.0 + r.abs()), zero)
-    return float(t.max())
+    return diff(eager, ref, Tol(1.0, 1.0), 1.0).policy_err
 
 
 def widened(base: Tol, eager_err: float, policy: str) -> Tol:
@@ -225,23 +280,21 @@ def widened(base: Tol, eager_err: float, policy: str) -> Tol:
     return Tol(max(base.atol, EAGER_WIDEN_FACTOR * eager_err), max(base.rtol, EAGER_WIDEN_FACTOR * eager_err))
 
 
-def poison_dependent_fraction(a: torch.Tensor, b: torch.Tensor, ref: torch.Tensor, tol: Tol) -> float:
-    """Share of elements that carry the poison: NaN from a call made over NaN-poisoned
-    memory (a), the sentinel from one over sentinel-poisoned memory (b). Elements the
-    candidate never wrote. Merely different results (a stale cache) do not count."""
-    if a.shape != b.shape or a.numel() == 0:
-        return 0.0
-    if not (a.is_floating_point() or a.is_complex()):
-        return float((a != b).double().mean())
-    if a.dtype == torch.float32 and b.dtype == torch.float32:
-        dependent = (torch.isnan(a) & ~torch.isnan(b)) | ((b == SENTINEL) & (a != SENTINEL))
-        return float(dependent.double().mean())
-    # Other float types read the float32 poison pattern as assorted values: fall back to
-    # "differs between the two calls" by far more than the tolerance.
-    a64, b64 = as_f64(a), as_f64(b)
-    r64 = as_f64(ref).to(a64.device)
-    zero = torch.zeros((), dtype=torch.float64, device=a64.device)
-    scale = tol.atol + tol.rtol * torch.where(torch.isfinite(r64), r64.abs(), zero)
-    both = torch.isfinite(a64) & torch.isfinite(b64)
-    dependent = (torch.isnan(a64) != torch.isnan(b64)) | (both & ((a64 - b64).abs() > scale))
-    return float(dependent.double().mean())
+def against_eager(tol: Tol, eager_err: float) -> Tol:
+    """The tolerance for a candidate compared with eager's fp32 output instead of the float64
+    reference: |c - e| <= |c - r| + |e - r|, so eager's own error is added to both terms (twice,
+    for the |e| in place of |r|)."""
+    return Tol(tol.atol + 2 * eager_err, tol.rtol + 2 * eager_err)
+
+
+def poison_share(a: OutputDiff, b: OutputDiff) -> float:
+    """Share of elements that carried the poison in both calls: never written. A legitimate NaN
+    (the NaN pattern in the first call) or a wrong value does not count, since it is not the
+    sentinel in the second call too."""
+    n = max(a.numel, b.numel)
+    return min(a.poison_count, b.poison_count) / n if n else 0.0
+
+
+def compare_outputs(outs: Sequence[torch.Tensor], refs: Sequence[torch.Tensor], tol: Tol, rel_floor: float,
+                    poison: Optional[int] = None) -> List[OutputDiff]:
+    return [diff(o, r, tol, rel_floor, poison) for o, r in zip(outs, refs)]

@@ -46,3 +46,23 @@ def _cpu_model() -> Optional[str]:
 
 def default_device_spec() -> str:
     return os.environ.get("MBLAST_DEVICE", "cpu") or "cpu"
+
+
+def warm_imports() -> None:
+    """What every evaluation imports on first use (the dispatch modes behind op recording and FLOP
+    counting), imported before the ready line, so that a pre-started worker has paid for it."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _Noop(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            return func(*args, **(kwargs or {}))
+
+    with _Noop():
+        torch.ones(2).add(1)
+    try:
+        from torch.utils.flop_counter import FlopCounterMode  # type: ignore[import-not-found]
+
+        with FlopCounterMode(display=False):
+            torch.ones(2, 2).mm(torch.ones(2, 2))
+    except ImportError:
+        pass

@@ -1,17 +1,17 @@
 """The eval op: verification trials, anti-cheat checks, then timing.
 
-Order inside the process matters: in every trial the candidate runs before the
-reference, and memory is poisoned before every candidate call, so a candidate cannot
-pick up the reference's freed outputs.
+Memory is poisoned before every candidate call and the float64 reference of a trial is
+computed (or read) after the candidate has run, so a candidate cannot pick up the
+reference's freed outputs.
 """
 
 from typing import Any, List, Optional
 
 import torch
 
-from . import guards
-from .compare import Tol
-from .costmodel import count_flops, min_bytes, sol_ms
+from . import guards, memory
+from .compare import Tol, against_eager
+from .costmodel import sol_ms
 from .signature import build_signature, profile_forward
 from .errors import CandidateRuntimeError
 from .opsrec import record_ops, shared_reference_ops
@@ -48,17 +48,14 @@ def _can_still_pass(s: Session, v: Verdict) -> bool:
 
 
 def _after_trials(s: Session, v: Verdict) -> None:
+    facts = s.facts
+    s.resp.flops, s.resp.min_bytes = facts.flops, facts.min_bytes
+    s.resp.sol_ms = sol_ms(facts.flops, facts.min_bytes, s.req.device_ceilings)
+    for note in facts.notes:
+        s.resp.add_note(note)
     pristine = s.make_inputs(s.req.seeds[0])
     with s.phases.phase("op_recording"):
-        _record_reference_ops(s, pristine)
-    with s.phases.phase("cost_model"):
-        eager = s.call_eager(clone_all(pristine), s.req.seeds[0])
-        try:
-            s.resp.flops = count_flops(s.eager_callable(clone_all(pristine)))
-        except Exception as exc:  # noqa: BLE001
-            s.resp.add_note(f"FLOP counting failed: {type(exc).__name__}: {exc}")
-        s.resp.min_bytes = min_bytes(pristine, s.ref_model, eager)
-        s.resp.sol_ms = sol_ms(s.resp.flops, s.resp.min_bytes, s.req.device_ceilings)
+        _record_candidate_ops(s, pristine)
     if not _can_still_pass(s, v):
         s.resp.add_note("timing and staleness checks skipped: the candidate already failed")
         return
@@ -67,17 +64,20 @@ def _after_trials(s: Session, v: Verdict) -> None:
             if _side_stream_output_check(s, pristine):
                 s.resp.add_flag("side_stream")
                 s.resp.add_note("output read after syncing only the current stream differs from after a device sync")
+    del pristine
+    tol = v.tol or v.base
     timed_buffers: Optional[List[Any]] = None
     if s.req.timing is not None:
         with s.phases.phase("timing"):
-            timed = run_timing(s, v.tol or v.base, v.rel_l2_limit, s.req.timing)
+            timed = run_timing(s, tol, v.rel_l2_limit, v.eager_err, s.req.timing)
         timed_buffers = timed.cand_buffers
     with s.phases.phase("stale_checks"):
-        run_staleness_checks(s, v.tol or v.base, v.rel_l2_limit, timed_buffers)
+        run_staleness_checks(s, against_eager(tol, v.eager_err), v.rel_l2_limit, timed_buffers)
+    del timed_buffers
     s.after_candidate_code("during timing")
     if s.req.profile:
         with s.phases.phase("profile"):
-            _profile(s, pristine)
+            _profile(s, s.make_inputs(s.req.seeds[0]))
             s.after_candidate_code("during profiling")
     if s.resp.sol_ms is not None and s.resp.cand_ms is not None and s.resp.cand_ms < 0.9 * s.resp.sol_ms:
         s.resp.add_flag("beyond_speed_of_light")
@@ -105,20 +105,17 @@ def _profile(s: Session, pristine: List[Any]) -> None:
                                                    bandwidth, peak, on_gpu))
 
 
-def _record_reference_ops(s: Session, pristine: List[Any]) -> None:
+def _record_candidate_ops(s: Session, pristine: List[Any]) -> None:
     try:
         s.precision.enter_candidate()
-        cand_ops = record_ops(s.candidate_callable(clone_all(pristine)))
+        cand_ops = record_ops(s.candidate_callable(clone_all(pristine) if s.facts.ref_mutated_inputs else pristine))
         s.after_candidate_code()
-        s.precision.enter_eager()
-        ref_ops = record_ops(s.eager_callable(clone_all(pristine)))
-        s.precision.enter_candidate()
     except CandidateRuntimeError:
         raise
     except Exception as exc:  # noqa: BLE001 - recording is best effort
         s.resp.add_note(f"op recording failed: {type(exc).__name__}: {exc}")
         return
-    shared = shared_reference_ops(ref_ops, cand_ops)
+    shared = shared_reference_ops(set(s.facts.ref_ops), cand_ops)
     if shared and not s.candidate.is_reference:
         s.resp.add_flag("calls_reference_op")
         s.resp.add_note(f"candidate calls the reference's library op(s): {'; '.join(shared)}")
@@ -128,7 +125,7 @@ def _side_stream_output_check(s: Session, pristine: List[Any]) -> bool:
     """Reads the output after syncing only the current stream, then after a device-wide
     sync; work left running on another stream shows up as a difference."""
     for _ in range(3):
-        inputs = clone_all(pristine)
+        inputs = pristine
         s.poisoner.poison(PoisonMode.NAN)
         s.precision.enter_candidate()
         stream = guards.cuda_current_stream(s.device)
@@ -161,11 +158,13 @@ def _finish(s: Session, v: Verdict) -> None:
     resp.eager_max_rel_err = v.eager_rel if resp.trials else None
     tol = v.tol or v.base
     resp.tolerance = Tolerance(tol.atol, tol.rtol, v.policy, v.widened_by_eager)
-    resp.reference_precision = s.refs.precision
-    resp.reference_cache_hits = s.refs.cache_hits
-    resp.reference_computations = s.refs.computations
-    for note in s.refs.notes:
+    resp.outputs = list(s.facts.outputs)
+    resp.reference_precision = s.facts.plan.precision
+    resp.reference_computations = s.reference_computations
+    resp.reference_cache_hits = max(0, len(s.req.seeds) - s.reference_computations)
+    for note in s.side.notes + s.inputs.notes:
         resp.add_note(note)
+    resp.memory = memory.report(s.device, s.facts.eager_peak_bytes, s.facts.plan.mode)
     failing = [f for f in resp.flags if f not in INFORMATIONAL_FLAGS]
     if not v.failed and failing:
         v.fail("cheat", f"suspicious behaviour: {', '.join(failing)}")

@@ -211,11 +211,24 @@ def _read_default_tf32() -> Tf32Setting:
 EAGER_DEFAULT_TF32: Tf32Setting = _read_default_tf32()
 
 
+STRICT_FP32: Tf32Setting = Tf32Setting(False, False)
+ALL_TF32: Tf32Setting = Tf32Setting(True, True)
+
+
+def precision_settings(strict: bool, allow_tf32: bool) -> Tuple[Tf32Setting, Tf32Setting]:
+    """(candidate, eager) TF32 settings. A candidate is never held to a stricter standard than the
+    baseline it is compared with: both run with PyTorch's defaults, or both strict; TF32 beyond
+    eager's only when the user allows it."""
+    eager = STRICT_FP32 if strict else EAGER_DEFAULT_TF32
+    return (ALL_TF32 if allow_tf32 else eager), eager
+
+
 @dataclass
 class PrecisionGuard:
-    """Holds the candidate's TF32 setting and notices when candidate code changes it."""
+    """Holds the candidate's and eager's TF32 settings and notices when candidate code changes them."""
 
     candidate_setting: Tf32Setting
+    eager_setting: Tf32Setting = EAGER_DEFAULT_TF32
     expected: Optional[Dict[str, str]] = None
 
     def enter_candidate(self) -> None:
@@ -223,7 +236,7 @@ class PrecisionGuard:
         self.expected = read_precision_state()
 
     def enter_eager(self) -> None:
-        apply_tf32(EAGER_DEFAULT_TF32)
+        apply_tf32(self.eager_setting)
 
     def changed_by_candidate(self) -> bool:
         """True when the knobs differ from what enter_candidate set; resets them either way."""

@@ -51,6 +51,7 @@ class _DeviceMemory:
 @dataclass
 class Poisoner:
     device: torch.device
+    fresh_bytes: int = _CUDA_CAP_BYTES  # the fresh block filled before each call (CUDA), at most
     # Bytes of the tensors the candidate is expected to allocate (CPU only).
     expected_nbytes: List[int] = field(default_factory=list)
     cached_blocks_filled: int = 0
@@ -78,7 +79,7 @@ class Poisoner:
     def _poison_cuda(self, value: float) -> None:
         guards.cuda_synchronize(self.device)
         free_bytes, _total = torch.cuda.mem_get_info(self.device)
-        size = min(int(free_bytes * 0.5), _CUDA_CAP_BYTES) // 4 * 4
+        size = min(int(free_bytes * 0.5), self.fresh_bytes, _CUDA_CAP_BYTES) // 4 * 4
         if size > 0:
             try:
                 block = torch.empty(size, dtype=torch.uint8, device=self.device)

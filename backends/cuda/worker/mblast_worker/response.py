@@ -76,6 +76,8 @@ class Response:
     traceback: Optional[str] = None
     reference_cache_hits: int = 0
     reference_computations: int = 0
+    # eval on CUDA: the judge's peak device memory against eager's own (memory.py)
+    memory: Optional[Dict[str, Any]] = None
     # eval only: seconds per phase of the request (phases.py), "other" and "total" included
     phase_seconds: Optional[Dict[str, float]] = None
     # eval with "profile": profile signatures (signature.py) of the candidate and the reference

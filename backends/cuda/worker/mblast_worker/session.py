@@ -1,5 +1,5 @@
-"""One evaluation's state: the loaded problem and candidate, both models, and the guarded
-ways of calling them."""
+"""One evaluation's state: the problem side (loaded, prepared and cached before any candidate code
+exists in the process), then the candidate, both models, and the guarded ways of calling them."""
 
 import copy
 import random
@@ -9,17 +9,19 @@ from typing import Any, Callable, ContextManager, Dict, List, Optional, Set, cas
 
 import torch
 
-from . import guards
+from . import guards, progress
+from .cachedir import CacheDir
 from .errors import CandidateLoadError, CandidateRuntimeError, TaskError
-from .guards import NamespaceSnapshot, PrecisionGuard, Tf32Setting
+from .facts import ProblemFacts, ProblemSide, load_references, prepare
+from .guards import NamespaceSnapshot, PrecisionGuard, precision_settings
 from .loader import (Candidate, Problem, call_input_fn, construct, copy_matching_state, describe, load_candidate,
                      load_problem)
 from .outputs import kind_error, output_list
 from .phases import Phases
 from .poison import Poisoner, PoisonMode
-from .reference import ReferenceStore
+from .reference import ReferenceModels, pristine_copier
 from .request import Request
-from .response import Response
+from .response import OutputSpec, Response
 from .tensors import changed_state, state_snapshot, to_device
 
 
@@ -35,93 +37,117 @@ def seed_everything(seed: int) -> None:
 
 
 @dataclass
+class Inputs:
+    """get_inputs() under a seed, on the device. On CUDA with torch >= 2.0 they are generated on
+    the device (get_inputs() inside `with torch.device(...)`), much faster than on the CPU for
+    large inputs; the values then differ from CPU generation but are still determined by the seed.
+    A get_inputs() that fails that way (one that mixes in NumPy, say) runs on the CPU instead."""
+
+    problem: Problem
+    device: torch.device
+    phases: Phases
+    origin: Optional[str] = None  # "device" | "host"; None: not tried yet
+    notes: List[str] = field(default_factory=list)
+
+    def make(self, seed: int) -> List[Any]:
+        with self.phases.phase("inputs"):
+            context = _device_context(self.device) if self.origin != "host" else None
+            if context is not None:
+                seed_everything(seed)
+                try:
+                    with context:
+                        values = call_input_fn(self.problem, "get_inputs")
+                    self.origin = "device"
+                    return to_device(values, self.device)
+                except TaskError as exc:
+                    self.notes.append(f"get_inputs() failed on the device ({exc.message.splitlines()[0]}); "
+                                      "inputs are generated on the CPU and copied")
+            self.origin = "host"
+            seed_everything(seed)
+            return to_device(call_input_fn(self.problem, "get_inputs"), self.device)
+
+
+@dataclass
 class Session:
     req: Request
     resp: Response
     device: torch.device
     problem: Problem
+    side: ProblemSide
+    facts: ProblemFacts
+    references: Dict[int, List[torch.Tensor]]  # the stored float64 references, by seed (host)
     candidate: Candidate
     init_inputs: List[Any]
     ref_model: torch.nn.Module
     cand_model: torch.nn.Module
-    refs: ReferenceStore
     precision: PrecisionGuard
     namespaces: NamespaceSnapshot
     poisoner: Poisoner
+    inputs: Inputs
     cand_state: Dict[str, torch.Tensor]
-    ref_state: Dict[str, torch.Tensor]
     param_names: Set[str]
     phases: Phases = field(default_factory=Phases)
-    inputs_on_device: Optional[bool] = None  # None: not tried yet (see make_inputs)
     cand_changed_state: Set[str] = field(default_factory=set)
-    ref_changed_state: Set[str] = field(default_factory=set)
+    reference_computations: int = 0  # float64 references computed in this request
 
     # ---- setup -------------------------------------------------------------------------
 
     @staticmethod
     def open(req: Request, resp: Response, device: torch.device, phases: Optional[Phases] = None) -> "Session":
         assert req.problem is not None and req.candidate is not None
+        phases = phases or Phases()
         problem = load_problem(req.problem)
         seed_everything(req.init_seed)
         init_inputs = call_input_fn(problem, "get_init_inputs")
+        cand_setting, eager_setting = precision_settings(req.tolerance_policy == "strict", req.allow_tf32)
+        precision = PrecisionGuard(cand_setting, eager_setting)
+
+        def build_ref() -> torch.nn.Module:
+            return construct(problem.model_cls, copy.deepcopy(init_inputs), req.init_seed, device, problem.path, TaskError)
+
+        ref_model = build_ref()
+        inputs = Inputs(problem, device, phases)
+        side = _problem_side(req, device, problem, ref_model, build_ref, precision, inputs)
+        with phases.phase("prepare"):
+            cache = CacheDir.open(req.cache_dir)
+            try:
+                facts = prepare(side, req.seeds, cache)
+                references = load_references(facts, req.seeds, cache)
+            finally:
+                if cache is not None:
+                    resp.notes.extend(cache.errors)
+                    cache.close()  # before candidate code: it must never reach the cache
+        inputs.origin = facts.input_origin
+        _release_device_memory(device)
+        progress.report("prepared", eager_ms=facts.eager_ms)
+
         namespaces = NamespaceSnapshot.take()  # after the (trusted) problem, before the candidate
-        precision = PrecisionGuard(Tf32Setting(req.allow_tf32, req.allow_tf32))
         precision.enter_candidate()
         candidate = load_candidate(req.candidate)
         if precision.changed_by_candidate() and not req.allow_tf32:
             resp.add_flag("precision_drop")
             resp.add_note("candidate changed TF32 / matmul precision settings at import")
         _record_patches(resp, namespaces, "at import")
-
-        def build_ref() -> torch.nn.Module:
-            return construct(problem.model_cls, copy.deepcopy(init_inputs), req.init_seed, device, problem.path, TaskError)
-
-        ref_model = build_ref()
         cand_model = construct(candidate.model_cls, copy.deepcopy(init_inputs), req.init_seed, device,
                                candidate.path, CandidateLoadError)
         copy_matching_state(ref_model, cand_model)
-        phases = phases or Phases()
-        refs = ReferenceStore(problem.path, problem.source, req.init_seed, device, req.cache_dir,
-                              build_model=_copier(ref_model, build_ref), restore_tf32=precision.enter_candidate,
-                              phases=phases)
         if candidate.is_reference:
             resp.add_flag("reference_as_candidate")
-        return Session(
-            req=req, resp=resp, device=device, problem=problem, candidate=candidate, init_inputs=init_inputs,
-            ref_model=ref_model, cand_model=cand_model, refs=refs, precision=precision, namespaces=namespaces,
-            poisoner=Poisoner(device), cand_state=state_snapshot(cand_model), ref_state=state_snapshot(ref_model),
-            param_names={n for n, _ in cand_model.named_parameters()}, phases=phases,
+        poisoner = Poisoner(device, fresh_bytes=_poison_block_bytes(facts),
+                            expected_nbytes=[_spec_bytes(o) for o in facts.outputs])
+        session = Session(
+            req=req, resp=resp, device=device, problem=problem, side=side, facts=facts, references=references,
+            candidate=candidate, init_inputs=init_inputs, ref_model=ref_model, cand_model=cand_model,
+            precision=precision, namespaces=namespaces, poisoner=poisoner, inputs=inputs,
+            cand_state=state_snapshot(cand_model), param_names={n for n, _ in cand_model.named_parameters()},
+            phases=phases, reference_computations=side.seeds_computed,
         )
+        return session
 
     # ---- inputs ------------------------------------------------------------------------
 
     def make_inputs(self, seed: int) -> List[Any]:
-        """get_inputs() under seed, on the device.
-
-        On CUDA with torch >= 2.0 the inputs are generated on the device directly (get_inputs()
-        runs inside `with torch.device(...)`), which for large inputs is much faster than
-        generating them on the CPU and copying. The values then differ from CPU generation but
-        are still determined by the seed (torch.manual_seed seeds the device's generator too),
-        and the reference cache keys them apart (ReferenceStore.input_origin). A get_inputs()
-        that fails that way (one that mixes in CPU generators or NumPy, say) is run on the CPU
-        instead, for the rest of the session."""
-        with self.phases.phase("inputs"):
-            context = _device_context(self.device) if self.inputs_on_device is not False else None
-            if context is not None:
-                seed_everything(seed)
-                try:
-                    with context:
-                        values = call_input_fn(self.problem, "get_inputs")
-                    self.inputs_on_device = True
-                    self.refs.input_origin = "device"
-                    return to_device(values, self.device)
-                except TaskError as exc:
-                    self.inputs_on_device = False
-                    self.refs.input_origin = "host"
-                    self.resp.add_note(f"get_inputs() failed on the device ({exc.message.splitlines()[0]}); "
-                                       "inputs are generated on the CPU and copied")
-            seed_everything(seed)
-            return to_device(call_input_fn(self.problem, "get_inputs"), self.device)
+        return self.inputs.make(seed)
 
     # ---- calls -------------------------------------------------------------------------
 
@@ -157,28 +183,9 @@ class Session:
         _record_patches(self.resp, self.namespaces, where)
 
     def call_eager(self, inputs: List[Any], seed: int) -> List[torch.Tensor]:
-        """The fp32 reference with PyTorch's default settings; validates what it returns."""
+        """The fp32 reference with eager's settings; validates what it returns."""
         with self.phases.phase("eager"):
-            return self._call_eager(inputs, seed)
-
-    def _call_eager(self, inputs: List[Any], seed: int) -> List[torch.Tensor]:
-        self.precision.enter_eager()
-        seed_everything(seed)
-        try:
-            with torch.no_grad():
-                raw = self.ref_model(*inputs)
-        except (Exception, SystemExit) as exc:
-            raise TaskError(f"{self.problem.path}: Model.forward raised {describe(exc)}", traceback.format_exc()) from None
-        finally:
-            self.precision.enter_candidate()
-        outs = output_list(raw)
-        if outs is None:
-            raise TaskError(f"{self.problem.path}: {kind_error(raw)}")
-        bad = [o for o in outs if not isinstance(o, torch.Tensor)]
-        if bad:
-            raise TaskError(f"{self.problem.path}: forward returned a tuple holding {type(bad[0]).__name__}, expected tensors")
-        self.ref_changed_state |= set(changed_state(self.ref_model, self.ref_state))
-        return outs
+            return _call_model(self.ref_model, self.problem.path, self.precision, inputs, seed)
 
     def eager_callable(self, inputs: List[Any]) -> Any:
         def run() -> Any:
@@ -199,7 +206,59 @@ class Session:
         (BatchNorm running statistics in training mode)."""
         params = self.cand_changed_state & self.param_names
         buffers = self.cand_changed_state - self.param_names
-        return bool(params) or (bool(buffers) and not self.ref_changed_state)
+        return bool(params) or (bool(buffers) and not self.facts.ref_changes_state)
+
+
+def _problem_side(req: Request, device: torch.device, problem: Problem, ref_model: torch.nn.Module,
+                  build_ref: Callable[[], torch.nn.Module], precision: PrecisionGuard, inputs: Inputs) -> ProblemSide:
+    notes: List[str] = []
+    models = ReferenceModels(problem.path, pristine_copier(ref_model, build_ref), precision.enter_candidate, device,
+                             notes=notes)
+    return ProblemSide(
+        path=problem.path, source=problem.source, device=device, init_seed=req.init_seed,
+        eager_setting="strict" if req.tolerance_policy == "strict" else "default", ref_model=ref_model,
+        models=models, make_inputs=inputs.make,
+        call_eager=lambda xs, seed: _call_model(ref_model, problem.path, precision, xs, seed),
+        input_origin=lambda: inputs.origin or "host", notes=notes)
+
+
+def _call_model(model: torch.nn.Module, path: str, precision: PrecisionGuard, inputs: List[Any],
+                seed: int) -> List[torch.Tensor]:
+    precision.enter_eager()
+    seed_everything(seed)
+    try:
+        with torch.no_grad():
+            raw = model(*inputs)
+    except (Exception, SystemExit) as exc:
+        raise TaskError(f"{path}: Model.forward raised {describe(exc)}", traceback.format_exc()) from None
+    finally:
+        precision.enter_candidate()
+    outs = output_list(raw)
+    if outs is None:
+        raise TaskError(f"{path}: {kind_error(raw)}")
+    bad = [o for o in outs if not isinstance(o, torch.Tensor)]
+    if bad:
+        raise TaskError(f"{path}: forward returned a tuple holding {type(bad[0]).__name__}, expected tensors")
+    return outs
+
+
+def _spec_bytes(spec: OutputSpec) -> int:
+    n = 1
+    for d in spec.shape:
+        n *= d
+    return n * torch.empty((), dtype=getattr(torch, spec.dtype)).element_size()
+
+
+def _poison_block_bytes(facts: ProblemFacts) -> int:
+    """The fresh block poisoned before each candidate call: room for the outputs twice over, so that
+    new allocations land in poison, without raising the judge's footprint far above eager's."""
+    return int(min(2 << 30, max(64 << 20, 2 * facts.output_bytes)))
+
+
+def _release_device_memory(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.empty_cache()
 
 
 def _device_context(device: torch.device) -> Optional[ContextManager[Any]]:
@@ -207,15 +266,6 @@ def _device_context(device: torch.device) -> Optional[ContextManager[Any]]:
     if device.type != "cuda" or not hasattr(device, "__enter__"):
         return None
     return cast(ContextManager[Any], device)
-
-
-def _copier(model: torch.nn.Module, rebuild: Callable[[], torch.nn.Module]) -> Callable[[], torch.nn.Module]:
-    """Fresh copies of the model as constructed (before any forward); rebuilds if it cannot be copied."""
-    try:
-        pristine = copy.deepcopy(model)
-    except Exception:  # noqa: BLE001
-        return rebuild
-    return lambda: copy.deepcopy(pristine)
 
 
 def _record_patches(resp: Response, namespaces: NamespaceSnapshot, where: str) -> None:

@@ -1,6 +1,5 @@
 """Small tensor helpers shared by verification, timing and the cost model."""
 
-import math
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import torch
@@ -102,21 +101,29 @@ def nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
-def fingerprint(values: Iterable[Any]) -> Tuple[Any, ...]:
-    """Cheap summary of tensor values (shape, sum, sum of squares): tells inputs and
-    outputs apart when validating a cache entry or explaining a failure."""
-    parts: List[Any] = []
+DIGEST_CHUNK: int = 1 << 24
+
+
+def digest(values: Iterable[Any]) -> List[List[float]]:
+    """Per tensor: sum, sum of squares and a position-weighted sum of its values, in float64 and in
+    chunks (no full-size copy). Tells inputs apart, and shows an input changed in place, without
+    keeping a copy of it; the weighted sum also changes when values only move."""
+    parts: List[List[float]] = []
     for t in flat_tensors(values):
-        if t.numel() == 0:
-            parts.append((tuple(t.shape), 0.0, 0.0))
-            continue
-        d = t.detach().to(torch.float64, copy=True)  # a private copy: squared in place below
-        total = float(d.sum())
-        if not math.isfinite(total):
-            torch.nan_to_num(d, nan=7.0, posinf=11.0, neginf=-11.0, out=d)
-            total = float(d.sum())
-        parts.append((tuple(t.shape), total, float(d.square_().sum())))
-    return tuple(parts)
+        flat = t.detach()
+        if flat.is_complex():
+            flat = torch.view_as_real(flat)
+        flat = flat.reshape(-1)
+        sums = [float(flat.numel()), 0.0, 0.0, 0.0]
+        for start in range(0, flat.numel(), DIGEST_CHUNK):
+            d = flat[start:start + DIGEST_CHUNK].to(torch.float64)
+            d = torch.nan_to_num(d, nan=7.0, posinf=11.0, neginf=-11.0)
+            w = (torch.arange(start, start + d.numel(), device=d.device, dtype=torch.int64) % 1021 + 1).to(torch.float64)
+            sums[1] += float(d.sum())
+            sums[2] += float(torch.dot(d, d))
+            sums[3] += float(torch.dot(d, w))
+        parts.append(sums)
+    return parts
 
 
 def unravel(flat_index: int, shape: Tuple[int, ...]) -> List[int]:

@@ -5,7 +5,7 @@ import math
 import statistics
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, List
+from typing import Any, Callable, Dict, List
 
 import torch
 
@@ -43,27 +43,54 @@ class CpuTimer(Timer):
 
 
 class CudaTimer(Timer):
-    """CUDA events around the call on the current stream; the L2 is flushed by writing a
-    buffer twice its size, and the device is idle when the call starts."""
+    """CUDA events around the call on the current stream, as KernelBench's harness times: the device
+    is synchronized, the L2 flushed by writing a buffer larger than it (at least KernelBench's
+    256 MiB), and the start event recorded behind the flush without waiting for it, so that the
+    host's launch of the call overlaps the flush instead of being counted."""
 
     def __init__(self, device: torch.device, l2_flush: bool) -> None:
         self.device = device
         l2 = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or _DEFAULT_L2_BYTES)
-        self._flush = torch.empty(2 * l2, dtype=torch.uint8, device=device) if l2_flush else None
+        size = max(2 * l2, _DEFAULT_L2_BYTES)
+        self._flush = torch.empty(size, dtype=torch.uint8, device=device) if l2_flush else None
 
     def measure(self, fn: Callable[[], Any]) -> Measurement:
-        if self._flush is not None:
-            self._flush.fill_(0x5A)
         guards.cuda_synchronize(self.device)
+        before = guards.cuda_event_cls(enable_timing=True)
         start = guards.cuda_event_cls(enable_timing=True)
         end = guards.cuda_event_cls(enable_timing=True)
         t0 = guards.perf_counter_ns()
+        guards.cuda_event_record(before)
+        if self._flush is not None:
+            self._flush.fill_(0x5A)
         guards.cuda_event_record(start)
         result = fn()
         guards.cuda_event_record(end)
         guards.cuda_synchronize(self.device)
-        wall_ms = (guards.perf_counter_ns() - t0) / 1e6
+        # Host time from launching the flush to the end of all work, less the flush itself: what
+        # a device-wide wait adds to the events shows work on streams they do not see.
+        wall_ms = (guards.perf_counter_ns() - t0) / 1e6 - float(guards.cuda_event_elapsed(before, start))
         return Measurement(float(guards.cuda_event_elapsed(start, end)), wall_ms, result)
+
+
+_SPUN_UP: Dict[str, bool] = {}
+SPIN_UP_S: float = 0.1
+
+
+def spin_up(device: torch.device, seconds: float = SPIN_UP_S) -> None:
+    """Brings an idle GPU to its working clocks before the first measurement (an idle H200 runs at
+    a fraction of its clock, and a small problem alone never raises it): matrix products for
+    `seconds`, once per process."""
+    if device.type != "cuda" or _SPUN_UP.get(str(device)):
+        return
+    a = torch.randn(4096, 4096, device=device)
+    t0 = guards.perf_counter_ns()
+    while (guards.perf_counter_ns() - t0) / 1e9 < seconds:
+        for _ in range(4):
+            torch.mm(a, a)
+        guards.cuda_synchronize(device)
+    del a
+    _SPUN_UP[str(device)] = True
 
 
 def make_timer(device: torch.device, l2_flush: bool) -> Timer:

@@ -1,24 +1,33 @@
 """Interleaved timing of the reference, the candidate and optionally torch.compile.
 
-ABAB... in one process (order reversed every other round), rotating among several
-input sets drawn from fresh seeds, caches flushed before every call.
+ABAB... in one process (order reversed every other round), the L2 flushed before every call as
+KernelBench's harness does it, after the GPU has been brought to its working clocks. Small inputs
+rotate among several input sets drawn from fresh seeds; inputs larger than the L2 many times over
+use one set, shared by every contender (no contender changes its inputs: that was checked in the
+trials), so that timing never holds more than one copy of them.
 """
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
-from .compare import Tol
+from . import guards
+from .compare import Tol, against_eager
 from .errors import CandidateRuntimeError
 from .loader import describe
 from .request import TimingConfig
 from .session import Session
 from .tensors import clone_all
-from .timing import Measurement, hides_device_work, make_timer, summarize
+from .timing import Measurement, hides_device_work, make_timer, spin_up, summarize
 from .verify import matches
 
 TIMING_SEED_BASE: int = 1_000_003
+ONE_SET_INPUT_BYTES: int = 64 << 20  # inputs beyond this use one input set
+WARMUP_S: float = 0.05  # warm-up calls per contender last at least this long (and cfg.warmup calls)
+RUNS_BUDGET_S: float = 0.4  # timed runs per contender are capped to about this much time...
+MIN_RUNS: int = 20  # ...but never fewer than this (or cfg.runs, if smaller)
 
 
 @dataclass
@@ -27,8 +36,8 @@ class Contender:
     make_call: Callable[[List[Any]], Callable[[], Any]]
     before: Callable[[], None]
     after: Callable[[], None]
+    keep_last: bool
     calls: List[Callable[[], Any]] = field(default_factory=list)
-    buffers: List[List[Any]] = field(default_factory=list)
     ms: List[float] = field(default_factory=list)
     wall_ms: List[float] = field(default_factory=list)
     last: Dict[int, Any] = field(default_factory=dict)
@@ -39,12 +48,12 @@ class TimedResult:
     cand_buffers: List[Any]
 
 
-def _compiled_contender(s: Session, sample: List[Any]) -> Optional[Contender]:
+def _compiled_contender(s: Session, sample: List[Any], keep_last: bool) -> Optional[Contender]:
     if not hasattr(torch, "compile"):
         s.resp.add_note(f"compile baseline skipped: torch {torch.__version__} has no torch.compile")
         return None
     try:
-        compiled = torch.compile(s.refs.build_model())
+        compiled = torch.compile(s.side.models.pristine())
         with torch.no_grad():
             compiled(*clone_all(sample))  # compiles outside the timed region
     except Exception as exc:  # noqa: BLE001
@@ -58,22 +67,31 @@ def _compiled_contender(s: Session, sample: List[Any]) -> Optional[Contender]:
 
         return run
 
-    return Contender("compile", make, s.precision.enter_eager, s.precision.enter_candidate)
+    return Contender("compile", make, s.precision.enter_eager, s.precision.enter_candidate, keep_last)
 
 
-def run_timing(s: Session, tol: Tol, rel_l2_limit: float, cfg: TimingConfig) -> TimedResult:
-    pristine = [s.make_inputs(TIMING_SEED_BASE + k) for k in range(cfg.input_sets)]
+def input_sets(s: Session, cfg: TimingConfig) -> int:
+    return 1 if s.facts.input_bytes > ONE_SET_INPUT_BYTES else cfg.input_sets
+
+
+def run_timing(s: Session, tol: Tol, rel_l2_limit: float, eager_err: float, cfg: TimingConfig) -> TimedResult:
+    pristine = [s.make_inputs(TIMING_SEED_BASE + k) for k in range(input_sets(s, cfg))]
+    # On the CPU every contender keeps its last output per input set until its next call on that
+    # set, so that all of them allocate and free alike (glibc's mmap threshold once made an
+    # identical candidate time 2x apart from the reference). The caching allocator on the GPU
+    # treats them alike anyway; there only the candidate's last outputs are kept, to be checked.
+    keep_all = s.device.type != "cuda"
     contenders = [
-        Contender("ref", s.eager_callable, s.precision.enter_eager, s.precision.enter_candidate),
-        Contender("cand", s.candidate_callable, s.precision.enter_candidate, s.after_candidate_code),
+        Contender("ref", s.eager_callable, s.precision.enter_eager, s.precision.enter_candidate, keep_all),
+        Contender("cand", s.candidate_callable, s.precision.enter_candidate, s.after_candidate_code, True),
     ]
     if "compile" in s.req.baselines:
-        compiled = _compiled_contender(s, pristine[0])
+        compiled = _compiled_contender(s, pristine[0], keep_all)
         if compiled is not None:
             contenders.append(compiled)
+    shared = not s.facts.ref_mutated_inputs
     for c in contenders:
-        c.buffers = [clone_all(p) for p in pristine]
-        c.calls = [c.make_call(b) for b in c.buffers]
+        c.calls = [c.make_call(p if shared else clone_all(p)) for p in pristine]
     timer = make_timer(s.device, cfg.l2_flush)
 
     def measure(c: Contender, k: int) -> Measurement:
@@ -86,23 +104,47 @@ def run_timing(s: Session, tol: Tol, rel_l2_limit: float, cfg: TimingConfig) -> 
             raise
         finally:
             c.after()
-        # Every contender keeps its last output per input set until its next call on that set,
-        # so that all of them allocate and free alike: a contender whose output is freed at once
-        # meets a different allocator state (glibc's mmap threshold on the CPU) than one whose
-        # output is kept, which once made an identical candidate time 2x apart from the reference.
-        c.last[k] = m.result
+        c.last[k] = m.result if c.keep_last else None
         return m
 
-    for w in range(cfg.warmup):
-        for c in contenders:
-            measure(c, w % cfg.input_sets)
-    for i in range(cfg.runs):
-        k = i % cfg.input_sets
+    n_sets = len(pristine)
+    with s.phases.phase("spin_up"):
+        spin_up(s.device)
+    runs = _warm_up(contenders, measure, n_sets, cfg)
+    for i in range(runs):
+        k = i % n_sets
         for c in contenders if i % 2 == 0 else contenders[::-1]:
             m = measure(c, k)
             c.ms.append(m.ms)
             c.wall_ms.append(m.wall_ms)
+    _report(s, contenders)
+    by_name = {c.name: c for c in contenders}
+    _check_last_outputs(s, by_name["cand"], pristine, against_eager(tol, eager_err), rel_l2_limit, shared)
+    return TimedResult(cand_buffers=pristine[0])
 
+
+def _warm_up(contenders: List[Contender], measure: Callable[[Contender, int], Measurement], n_sets: int,
+             cfg: TimingConfig) -> int:
+    """Warm-up calls (at least cfg.warmup, and WARMUP_S of them per contender); returns how many
+    timed runs fit RUNS_BUDGET_S by the warm-up's times, within [min(MIN_RUNS, cfg.runs), cfg.runs]."""
+    spent: Dict[str, float] = {c.name: 0.0 for c in contenders}
+    last_ms: Dict[str, float] = {c.name: 0.0 for c in contenders}
+    w = 0
+    while w < cfg.warmup or (cfg.warmup > 0 and min(spent.values()) < WARMUP_S and w < 1000):
+        for c in contenders:
+            t0 = time.perf_counter()
+            m = measure(c, w % n_sets)
+            spent[c.name] += time.perf_counter() - t0
+            last_ms[c.name] = m.ms
+        w += 1
+    slowest = max(last_ms.values()) / 1e3
+    if slowest <= 0:
+        return cfg.runs
+    fit = int(RUNS_BUDGET_S / slowest)
+    return max(min(MIN_RUNS, cfg.runs), min(cfg.runs, fit))
+
+
+def _report(s: Session, contenders: List[Contender]) -> None:
     stats = {c.name: summarize(c.ms) for c in contenders}
     s.resp.timing = stats
     s.resp.ref_ms = stats["ref"].median_ms
@@ -111,18 +153,30 @@ def run_timing(s: Session, tol: Tol, rel_l2_limit: float, cfg: TimingConfig) -> 
     if "compile" in stats:
         s.resp.compile_ms = stats["compile"].median_ms
         s.resp.speedup_vs_compile = s.resp.compile_ms / s.resp.cand_ms if s.resp.cand_ms > 0 else None
-
-    by_name = {c.name: c for c in contenders}
     if s.device.type == "cuda":
+        by_name = {c.name: c for c in contenders}
         ref_c, cand_c = by_name["ref"], by_name["cand"]
         if hides_device_work(cand_c.wall_ms, cand_c.ms) and not hides_device_work(ref_c.wall_ms, ref_c.ms):
             s.resp.add_flag("side_stream")
             s.resp.add_note(
                 f"candidate wall time with device sync {sum(cand_c.wall_ms):.4g} ms vs events {sum(cand_c.ms):.4g} ms")
 
-    stale_sets = [k for k, raw in sorted(by_name["cand"].last.items())
-                  if not matches(raw, s.refs.get(TIMING_SEED_BASE + k, pristine[k]).outputs, tol, s.req.atol, rel_l2_limit)]
-    if stale_sets:
+
+def _check_last_outputs(s: Session, cand: Contender, pristine: List[List[Any]], tol: Tol, rel_l2_limit: float,
+                        shared: bool) -> None:
+    """The candidate's last timed output of each input set against eager's on the same inputs (tol:
+    compare.against_eager): a result remembered from an earlier call shows here."""
+    stale = []
+    for k, raw in sorted(cand.last.items()):
+        inputs = pristine[k] if shared else clone_all(pristine[k])
+        eager = s.call_eager(inputs, TIMING_SEED_BASE + k)
+        if not matches(raw, eager, tol, s.req.atol, rel_l2_limit):
+            stale.append(k)
+        del eager
+    cand.last.clear()
+    if stale:
         s.resp.add_flag("result_cache")
-        s.resp.add_note(f"the last timed call's output is wrong for input set(s) {stale_sets}")
-    return TimedResult(cand_buffers=by_name["cand"].buffers[0])
+        s.resp.add_note(f"the last timed call's output is wrong for input set(s) {stale}")
+    if s.device.type == "cuda":
+        guards.cuda_synchronize(s.device)
+

@@ -1,141 +1,165 @@
-"""One verification trial: fresh inputs from a seed, the candidate (twice, over two
-different poisons) before the reference, then every check that compares the two."""
+"""One verification trial: fresh inputs from a seed, the candidate twice (over two different
+poisons), each output streamed against the float64 reference, then every check on the result.
 
-from dataclasses import dataclass, field
-from typing import Any, List, Optional, Set
+Memory stays within a small multiple of what eager needs: the inputs exist once (a change made in
+place is seen through their digest, not through a kept copy), one candidate output at a time, and
+the reference in pieces (reference.py) compared as they come (compare.py)."""
+
+from typing import Any, Iterable, Iterator, List
 
 import torch
 
-from .checks import aliases_anything, check_structure
-from .compare import EAGER_WIDEN_FACTOR, OutputDiff, Tol, diff, eager_errors, poison_dependent_fraction, widened
-from .errors import CandidateRuntimeError
+from . import progress
+from .checks import Expected, aliases_anything, check_structure
+from .compare import EAGER_WIDEN_FACTOR, OutputDiff, Tol, chunks, count_poison, flat_view, poison_share, poison_word, widened
+from .facts import SeedFacts, compare_streamed, seed_facts
 from .outputs import output_list
-from .poison import PoisonMode
-from .response import ErrLocation, OutputSpec, Trial
+from .poison import SENTINEL, PoisonMode
+from .reference import RefChunk, iter_reference
+from .response import ErrLocation, Trial
 from .session import Session
-from .tensors import clone_all, dtype_name, fingerprint, flat_tensors, nbytes, same_values
+from .tensors import digest
 from .verdict import Verdict
 
 UNINITIALIZED_SHARE = 0.9
 ZERO_SHARE = 0.9
+NAN_WORD = poison_word(float("nan"))
+SENTINEL_WORD = poison_word(SENTINEL)
 
 
-def _mutated(before: List[Any], after: List[Any]) -> Set[int]:
-    return {i for i, (a, b) in enumerate(zip(flat_tensors(before), flat_tensors(after))) if not same_values(a, b)}
+def expected_outputs(s: Session) -> List[Expected]:
+    return [Expected(tuple(o.shape), getattr(torch, o.dtype), s.device) for o in s.facts.outputs]
 
 
-@dataclass
-class CandidateCalls:
-    """Two calls on identical inputs: over NaN-poisoned memory (a), then over the sentinel (b)."""
-
-    inputs_a: List[Any] = field(default_factory=list)
-    raw_a: Any = None
-    raw_b: Any = None
-    error: Optional[CandidateRuntimeError] = None
+def reference_pieces(s: Session, seed: int, inputs: List[Any], stored_ok: bool) -> Iterable[RefChunk]:
+    """The seed's float64 reference: the stored one, else computed now, piece by piece."""
+    stored = s.references.get(seed) if stored_ok else None
+    if stored is not None:
+        return [(None, stored)]
+    return _timed(s, iter_reference(s.side.models, s.facts.plan, inputs, seed))
 
 
-def _call_candidate_twice(s: Session, v: Verdict, pristine: List[Any], seed: int, prime: bool) -> CandidateCalls:
-    calls = CandidateCalls()
-    try:
-        if prime:
-            # Warms up lazy compilation and tells the CPU poisoner what sizes to expect.
-            primed = s.call_candidate(clone_all(pristine), seed, PoisonMode.NAN)
-            s.poisoner.expected_nbytes = [nbytes(t) for t in flat_tensors(output_list(primed) or [])]
-            del primed
-        calls.inputs_a = clone_all(pristine)
-        calls.raw_a = s.call_candidate(calls.inputs_a, seed, PoisonMode.NAN)
-        v.cand_mutated_inputs |= _mutated(pristine, calls.inputs_a)
-        inputs_b = clone_all(pristine)
-        calls.raw_b = s.call_candidate(inputs_b, seed, PoisonMode.SENTINEL)
-        v.cand_mutated_inputs |= _mutated(pristine, inputs_b)
-    except CandidateRuntimeError as exc:
-        calls.error = exc
-    return calls
+def _timed(s: Session, pieces: Iterable[RefChunk]) -> Iterator[RefChunk]:
+    it = iter(pieces)
+    while True:
+        with s.phases.phase("reference"):
+            try:
+                piece = next(it)
+            except StopIteration:
+                return
+        yield piece
 
 
-def _trial_tolerance(v: Verdict, eager: List[torch.Tensor], ref: List[torch.Tensor]) -> Tol:
-    """The tolerance policy of DESIGN.md section 3, from this trial's eager error."""
-    errors = [eager_errors(eo, ro, v.base.atol) for eo, ro in zip(eager, ref)]
-    e = max((x.policy_err for x in errors), default=0.0)
-    tol = widened(v.base, e, v.policy)
-    if tol.atol > v.base.atol or tol.rtol > v.base.rtol:
-        v.widened_by_eager = True
-    if v.tol is None or tol.atol > v.tol.atol:
-        v.tol = tol
-    v.eager_abs = max([v.eager_abs] + [x.max_abs for x in errors])
-    v.eager_rel = max([v.eager_rel] + [x.max_rel for x in errors])
-    eager_l2 = max([x.rel_l2 for x in errors if x.ref_norm > 0] + [0.0])
-    v.rel_l2_limit = max(v.rel_l2_limit, EAGER_WIDEN_FACTOR * eager_l2)
-    return tol
+def _changed(before: List[List[float]], inputs: List[Any]) -> List[int]:
+    return [i for i, (a, b) in enumerate(zip(before, digest(inputs))) if a != b]
 
 
 def run_trial(s: Session, v: Verdict, seed: int, prime: bool) -> None:
-    pristine = s.make_inputs(seed)
-    calls = _call_candidate_twice(s, v, pristine, seed, prime)
-    eager_in = clone_all(pristine)
-    eager = s.call_eager(eager_in, seed)  # a broken problem wins over a broken candidate
-    v.ref_mutated_inputs |= _mutated(pristine, eager_in)
-    if not s.resp.outputs:
-        s.resp.outputs = [OutputSpec(list(t.shape), dtype_name(t.dtype)) for t in eager]
-    if calls.error is not None:
-        raise calls.error
-    ref = s.refs.get(seed, pristine)
-
-    with s.phases.phase("candidate_checks"):
-        _check_trial(s, v, seed, pristine, calls, eager, eager_in, ref.outputs)
-
-
-def _check_trial(s: Session, v: Verdict, seed: int, pristine: List[Any], calls: CandidateCalls,
-                 eager: List[torch.Tensor], eager_in: List[Any], ref: List[torch.Tensor]) -> None:
-    st = check_structure(calls.raw_a, eager)
+    sf = s.facts.seeds[str(seed)]
+    inputs = s.make_inputs(seed)
+    before = digest(inputs)
+    stored_ok = before == sf.input_digest
+    if not stored_ok:
+        s.resp.add_note(f"seed {seed}: get_inputs() gave other values than when the problem was prepared "
+                        "(not deterministic under its seed); its reference is computed again")
+        sf = seed_facts(s.side, s.facts, inputs, seed, None)
+    if not stored_ok or seed not in s.references:
+        s.reference_computations += 1
+    if prime:
+        # Warms up lazy compilation before the calls that count; the driver's compile allowance
+        # ends here.
+        s.call_candidate(inputs, seed, PoisonMode.NAN)
+        progress.report("primed")
+        inputs = _check_mutation(s, v, seed, before, inputs)
+    tol = _trial_tolerance(v, sf)
+    raw_a = s.call_candidate(inputs, seed, PoisonMode.NAN)
+    st = check_structure(raw_a, expected_outputs(s))
     for flag in st.flags:
         s.resp.add_flag(flag)
     if st.error_kind is not None:
         v.fail(st.error_kind, f"{s.candidate.path}: {st.error}")
         return
-    outs = st.outputs
-    if not aliases_anything(eager, eager_in, s.ref_model):
-        found = aliases_anything(outs, calls.inputs_a, s.cand_model)
+    if not s.facts.ref_output_aliases:
+        found = aliases_anything(st.outputs, inputs, s.cand_model)
         if found:
             s.resp.add_flag("output_aliases_input")
             s.resp.add_note("; ".join(found))
+    if _changed(before, inputs):
+        # The output may be the changed input itself: compare the values it holds now, then give
+        # the reference pristine inputs.
+        st.outputs = [o.clone() for o in st.outputs]
+        inputs = _check_mutation(s, v, seed, before, inputs)
+    with s.phases.phase("candidate_checks"):
+        diffs = compare_streamed(st.outputs, reference_pieces(s, seed, inputs, stored_ok), tol, v.base.atol,
+                                 poison=NAN_WORD, scale_hints=sf.ref_abs_max)
+    del raw_a, st
+    raw_b = s.call_candidate(inputs, seed, PoisonMode.SENTINEL)
+    _check_mutation(s, v, seed, before, inputs)
+    sentinel_counts = [_poison_count(o) for o in (output_list(raw_b) or [])]
+    del raw_b
+    _record(s, v, seed, before, diffs, sentinel_counts, tol)
 
-    with s.phases.phase("eager_error"):
-        tol = _trial_tolerance(v, eager, ref)
-    diffs = [diff(o, r, tol, v.base.atol) for o, r in zip(outs, ref)]
+
+def _check_mutation(s: Session, v: Verdict, seed: int, before: List[List[float]], inputs: List[Any]) -> List[Any]:
+    changed = _changed(before, inputs)
+    if not changed:
+        return inputs
+    v.cand_mutated_inputs |= set(changed)
+    return s.make_inputs(seed)  # the next call and the reference get pristine inputs again
+
+
+def _poison_count(out: Any) -> int:
+    if not isinstance(out, torch.Tensor):
+        return 0
+    flat = flat_view(out.as_subclass(torch.Tensor) if type(out) is not torch.Tensor else out)
+    return sum(count_poison(flat[a:b], SENTINEL_WORD) for a, b in chunks(flat.numel()))
+
+
+def _trial_tolerance(v: Verdict, sf: SeedFacts) -> Tol:
+    """The tolerance policy of DESIGN.md section 3, from this seed's eager error."""
+    tol = widened(v.base, sf.eager_policy_err, v.policy)
+    if tol.atol > v.base.atol or tol.rtol > v.base.rtol:
+        v.widened_by_eager = True
+    if v.tol is None or tol.atol > v.tol.atol:
+        v.tol = tol
+    v.eager_abs = max(v.eager_abs, sf.eager_max_abs)
+    v.eager_rel = max(v.eager_rel, sf.eager_max_rel)
+    v.eager_err = max(v.eager_err, sf.eager_policy_err)
+    v.rel_l2_limit = max(v.rel_l2_limit, EAGER_WIDEN_FACTOR * sf.eager_rel_l2)
+    return tol
+
+
+def _record(s: Session, v: Verdict, seed: int, in_digest: List[List[float]], diffs: List[OutputDiff],
+            sentinel_counts: List[int], tol: Tol) -> None:
     passed = all(d.passes(v.rel_l2_limit) for d in diffs)
-    trial_abs = max(d.max_abs for d in diffs) if diffs else 0.0
-    trial_rel = max(d.max_rel for d in diffs) if diffs else 0.0
+    trial_abs = max((d.max_abs for d in diffs), default=0.0)
+    trial_rel = max((d.max_rel for d in diffs), default=0.0)
     s.resp.trials.append(Trial(seed, trial_abs, trial_rel, passed))
     v.max_abs, v.max_rel = max(v.max_abs, trial_abs), max(v.max_rel, trial_rel)
     v.rel_l2 = max([v.rel_l2] + [d.rel_l2 for d in diffs])
-    _track_worst(v, diffs)
-
-    _poison_flags(s, outs, output_list(calls.raw_b) or [], ref, tol)
-    _value_flags(s, diffs, passed)
-    in_fp, out_fp = fingerprint(pristine), fingerprint(outs)
-    if not passed:
-        # The output one earlier trial got right, now returned for other inputs.
-        if any(ok and ofp == out_fp and ifp != in_fp for ifp, ofp, ok in v.calls):
-            s.resp.add_flag("result_cache")
-            s.resp.add_note(f"seed {seed}: the output repeats one returned earlier for different inputs")
-        _fail_numeric(s, v, diffs, tol, seed)
-    v.calls.append((in_fp, out_fp, passed))
-
-
-def _track_worst(v: Verdict, diffs: List[OutputDiff]) -> None:
     for i, d in enumerate(diffs):
         if d.worst_ratio > v.worst_ratio:
             v.worst_ratio = d.worst_ratio
             v.location = ErrLocation(i, d.worst_index, d.worst_cand, d.worst_ref)
+    _poison_flags(s, diffs, sentinel_counts)
+    _value_flags(s, diffs, passed)
+    out_digest = [list(d.digest) for d in diffs]
+    if not passed:
+        # The output one earlier trial got right, now returned for other inputs.
+        if any(ok and ofp == out_digest and ifp != in_digest for ifp, ofp, ok in v.calls):
+            s.resp.add_flag("result_cache")
+            s.resp.add_note(f"seed {seed}: the output repeats one returned earlier for different inputs")
+        _fail_numeric(s, v, diffs, tol, seed)
+    v.calls.append((in_digest, out_digest, passed))
 
 
-def _poison_flags(s: Session, a: List[torch.Tensor], b: List[Any], ref: List[torch.Tensor], tol: Tol) -> None:
-    for i, (out_a, r) in enumerate(zip(a, ref)):
-        if i >= len(b) or not isinstance(b[i], torch.Tensor):
+def _poison_flags(s: Session, diffs: List[OutputDiff], sentinel_counts: List[int]) -> None:
+    for i, d in enumerate(diffs):
+        if i >= len(sentinel_counts):
             continue
-        out_b = b[i].as_subclass(torch.Tensor) if type(b[i]) is not torch.Tensor else b[i]
-        share = poison_dependent_fraction(out_a, out_b, r, tol)
+        b = OutputDiff(0, 0, 0, 0, [], None, None, False, False, 0, 0, 0, 0, 0, 0, poison_count=sentinel_counts[i],
+                       numel=d.numel)
+        share = poison_share(d, b)
         if share > UNINITIALIZED_SHARE:
             s.resp.add_flag("uninitialized_output")
         elif share > 0:
@@ -170,10 +194,12 @@ def _fail_numeric(s: Session, v: Verdict, diffs: List[OutputDiff], tol: Tol, see
 
 
 def mutation_flags(s: Session, v: Verdict) -> None:
-    if (v.cand_mutated_inputs - v.ref_mutated_inputs) or s.state_mutation_flagged():
+    ref_mutated = set(s.facts.ref_mutated_inputs)
+    if (v.cand_mutated_inputs - ref_mutated) or s.state_mutation_flagged():
         s.resp.add_flag("input_mutated")
-        changed = sorted(v.cand_mutated_inputs - v.ref_mutated_inputs)
+        changed = sorted(v.cand_mutated_inputs - ref_mutated)
         if changed:
             s.resp.add_note(f"candidate changed input(s) {changed}")
         if s.cand_changed_state:
             s.resp.add_note(f"candidate changed parameter/buffer(s) {sorted(s.cand_changed_state)}")
+

@@ -25,10 +25,10 @@ class Verdict:
     rel_l2: float = 0.0
     eager_abs: float = 0.0
     eager_rel: float = 0.0
-    calls: List[Tuple[Any, Any, bool]] = field(default_factory=list)  # (input fp, output fp, passed) per trial
+    eager_err: float = 0.0  # eager's policy error (compare.eager_error), largest over the seeds
+    calls: List[Tuple[Any, Any, bool]] = field(default_factory=list)  # (input digest, output digest, passed)
     cand_mutated_inputs: Set[int] = field(default_factory=set)
-    ref_mutated_inputs: Set[int] = field(default_factory=set)
-
+    
     def fail(self, kind: str, message: str) -> None:
         if self.error_kind is None:
             self.error_kind, self.error = kind, message

@@ -1,0 +1,294 @@
+"""What depends only on the problem, worked out once and cached: the outputs' shapes, how eager
+itself errs per seed, how much memory eager needs, how to compute the float64 reference within
+the judge's budget, which library ops the reference calls, its FLOPs and bytes.
+
+Computed in the worker before any candidate code is imported (so a candidate cannot have touched
+it), stored in the problem cache (cachedir.py) and reused by every later candidate of the
+problem. Small float64 references are stored too; large ones are recomputed per trial, in pieces.
+"""
+
+import hashlib
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Dict, List, Optional
+
+import torch
+
+from . import WORKER_VERSION, memory
+from .cachedir import CacheDir
+from .checks import aliases_anything
+from .compare import DiffAccumulator, OutputDiff, Tol, flat_view, chunks
+from .costmodel import count_flops, min_bytes
+from .opsrec import record_ops
+from .reference import (BATCH_CHUNKS, CPU, WHOLE, ReferenceModels, ReferencePlan, batch_size, iter_reference,
+                        split_batch)
+from .response import OutputSpec
+from .tensors import clone_all, digest, dtype_name, flat_tensors, nbytes
+
+FACTS_VERSION = "1"
+# Stored float64 references per seed, at most (MBLAST_REFERENCE_CACHE_MAX_MB); larger ones are
+# recomputed: on the device that takes less than reading them back.
+MAX_CACHED_REFERENCE_BYTES = int(os.environ.get("MBLAST_REFERENCE_CACHE_MAX_MB", "256")) * 2**20
+# Inputs plus outputs below this: the float64 reference is computed whole on the device.
+WHOLE_LIMIT_BYTES = 512 * 2**20
+CHUNK_TARGET_BYTES = 1 * 2**30  # float64 work per batch slice
+SEPARABLE_REL = 1e-9  # float64 results of a sample alone and within a batch agree to this
+
+
+@dataclass
+class SeedFacts:
+    seed: int
+    input_digest: List[List[float]]
+    eager_policy_err: float
+    eager_max_abs: float
+    eager_max_rel: float
+    eager_rel_l2: float
+    ref_abs_max: List[float]
+    cached: bool
+
+
+@dataclass
+class ProblemFacts:
+    key: str
+    outputs: List[OutputSpec] = field(default_factory=list)
+    input_origin: str = "host"
+    plan: ReferencePlan = field(default_factory=ReferencePlan)
+    ref_mutated_inputs: List[int] = field(default_factory=list)
+    ref_changes_state: bool = False
+    ref_output_aliases: bool = False
+    ref_ops: List[str] = field(default_factory=list)
+    flops: Optional[float] = None
+    min_bytes: int = 0
+    input_bytes: int = 0
+    output_bytes: int = 0
+    eager_peak_bytes: Optional[int] = None
+    eager_ms: Optional[float] = None  # one eager forward, synchronized wall clock (time limits)
+    seeds: Dict[str, SeedFacts] = field(default_factory=dict)
+    notes: List[str] = field(default_factory=list)
+
+    def to_json(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(raw: Dict[str, Any]) -> "ProblemFacts":
+        facts = ProblemFacts(**{k: v for k, v in raw.items() if k not in ("outputs", "plan", "seeds")})
+        facts.outputs = [OutputSpec(**o) for o in raw.get("outputs", [])]
+        facts.plan = ReferencePlan(**raw.get("plan", {}))
+        facts.seeds = {k: SeedFacts(**v) for k, v in raw.get("seeds", {}).items()}
+        return facts
+
+
+@dataclass
+class ProblemSide:
+    """The trusted half of a session: everything about the problem, nothing of the candidate."""
+
+    path: str
+    source: bytes
+    device: torch.device
+    init_seed: int
+    eager_setting: str  # "default" or "strict": eager's errors depend on it
+    ref_model: torch.nn.Module
+    models: ReferenceModels
+    make_inputs: Callable[[int], List[Any]]
+    call_eager: Callable[[List[Any], int], List[torch.Tensor]]
+    input_origin: Callable[[], str]
+    notes: List[str] = field(default_factory=list)
+    seeds_computed: int = 0  # seeds whose reference prepare() computed in this process
+
+    def key(self) -> str:
+        h = hashlib.sha256()
+        h.update(self.source)
+        name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
+        torch_mm = ".".join(torch.__version__.split(".")[:2])
+        h.update(f"|init={self.init_seed}|device={name}|eager={self.eager_setting}|worker={WORKER_VERSION}"
+                 f"|facts={FACTS_VERSION}|torch={torch_mm}".encode())
+        return h.hexdigest()[:32]
+
+
+def _ref_name(key: str, seed: int) -> str:
+    return f"ref-{key}-s{seed}.pt"
+
+
+def eager_peak(side: ProblemSide, facts: ProblemFacts, inputs: List[Any], seed: int) -> None:
+    """Device memory eager needs for one forward (model, inputs, temporaries and outputs), and the
+    forward's wall time (after an earlier one warmed it up)."""
+    on_gpu = side.device.type == "cuda"
+    if on_gpu:
+        torch.cuda.synchronize(side.device)
+        memory.reset_peak(side.device)
+    before = torch.cuda.memory_allocated(side.device) if on_gpu else 0
+    t0 = time.perf_counter()
+    outs = side.call_eager(inputs, seed)
+    if on_gpu:
+        torch.cuda.synchronize(side.device)
+    facts.eager_ms = (time.perf_counter() - t0) * 1e3
+    if not on_gpu:
+        return
+    peak = torch.cuda.max_memory_allocated(side.device)
+    del outs
+    held = sum(nbytes(t) for t in flat_tensors(inputs)) + sum(
+        nbytes(t) for t in side.ref_model.state_dict().values() if isinstance(t, torch.Tensor))
+    facts.eager_peak_bytes = int(peak - before + held)
+
+
+def _separable(side: ProblemSide, inputs: List[Any], batch: int, seed: int) -> bool:
+    """Whether the model treats each sample alone: sample 0 computed in float64 alone and within a
+    batch of two agree (batch statistics, reductions over the batch and random masks do not)."""
+    if batch < 2:
+        return False
+    try:
+        one = side.models.run(split_batch(inputs, batch, slice(0, 1)), seed, on_cpu=False)
+        two = side.models.run(split_batch(inputs, batch, slice(0, 2)), seed, on_cpu=False)
+    except Exception:  # noqa: BLE001 - shapes that do not split are not separable
+        return False
+    for a, b in zip(one, two):
+        if a.dim() == 0 or b.dim() == 0 or a.shape[0] != 1 or b.shape[0] != 2:
+            return False
+        x, y = a.double(), b[:1].double()
+        if not torch.equal(torch.isfinite(x), torch.isfinite(y)):
+            return False
+        scale = float(y.abs().nan_to_num(0, 0, 0).max()) + 1e-300
+        if float((x - y).abs().nan_to_num(0, 0, 0).max()) > SEPARABLE_REL * scale:
+            return False
+    return True
+
+
+def choose_plan(side: ProblemSide, facts: ProblemFacts, inputs: List[Any], seed: int) -> ReferencePlan:
+    if side.device.type != "cuda" or facts.input_bytes + facts.output_bytes <= WHOLE_LIMIT_BYTES:
+        return ReferencePlan(WHOLE)
+    batch = batch_size(inputs)
+    if _separable(side, inputs, batch, seed):
+        work = 2 * (facts.eager_peak_bytes or 2 * (facts.input_bytes + facts.output_bytes))
+        n = max(2, min(batch, math.ceil(work / CHUNK_TARGET_BYTES)))
+        return ReferencePlan(BATCH_CHUNKS, chunks=n, batch=batch)
+    return ReferencePlan(CPU)
+
+
+def compare_streamed(outs: List[torch.Tensor], pieces: Any, tol: Tol, rel_floor: float,
+                     poison: Optional[int] = None, scale_hints: Optional[List[float]] = None,
+                     keep: Optional[List[List[torch.Tensor]]] = None) -> List[OutputDiff]:
+    """outs against the reference as iter_reference yields it; keep, if given, receives each
+    output's reference pieces (moved to the host)."""
+    accs: List[DiffAccumulator] = []
+    for i, o in enumerate(outs):
+        shape = tuple(torch.view_as_real(o).shape) if o.is_complex() else tuple(o.shape)
+        hint = scale_hints[i] if scale_hints else None
+        accs.append(DiffAccumulator(tol, rel_floor, shape, scale_hint=hint, poison=poison))
+    for sl, refs in pieces:
+        for k, (acc, o, r) in enumerate(zip(accs, outs, refs)):
+            c, rr = flat_view(o if sl is None else o[sl]), flat_view(r)
+            for start, end in chunks(c.numel()):
+                acc.add(c[start:end], rr[start:end])
+            if keep is not None:
+                keep[k].append(r.detach().cpu())
+    return [acc.result() for acc in accs]
+
+
+def seed_facts(side: ProblemSide, facts: ProblemFacts, inputs: List[Any], seed: int,
+               cache: Optional[CacheDir]) -> SeedFacts:
+    """Eager's error against the float64 reference for one seed's inputs; stores the reference
+    when it is small enough."""
+    eager = side.call_eager(clone_all(inputs) if facts.ref_mutated_inputs else inputs, seed)
+    size = sum(o.numel() * 8 for o in eager)
+    cacheable = cache is not None and size <= MAX_CACHED_REFERENCE_BYTES
+    if cache is not None and not cacheable:
+        note = (f"reference not cached: {size / 2**20:.0f} MiB per seed is over the "
+                f"{MAX_CACHED_REFERENCE_BYTES // 2**20} MiB limit (MBLAST_REFERENCE_CACHE_MAX_MB); recomputed per trial")
+        if note not in facts.notes:
+            facts.notes.append(note)
+    keep: Optional[List[List[torch.Tensor]]] = [[] for _ in eager] if cacheable else None
+    diffs = compare_streamed(eager, iter_reference(side.models, facts.plan, inputs, seed), Tol(1.0, 1.0), 1e-4,
+                             keep=keep)
+    if cacheable and cache is not None and keep is not None:
+        cache.write_tensors(_ref_name(facts.key, seed), [torch.cat(p) if len(p) > 1 else p[0] for p in keep])
+    return SeedFacts(
+        seed=seed, input_digest=digest(inputs),
+        eager_policy_err=max((d.policy_err for d in diffs), default=0.0),
+        eager_max_abs=max((d.max_abs for d in diffs), default=0.0),
+        eager_max_rel=max((d.max_rel for d in diffs), default=0.0),
+        eager_rel_l2=max((d.rel_l2 for d in diffs if d.ref_norm > 0), default=0.0),
+        ref_abs_max=[d.ref_max for d in diffs], cached=cacheable)
+
+
+def _static_facts(side: ProblemSide, facts: ProblemFacts, seed: int) -> List[Any]:
+    """Facts of the first seed that do not vary by seed; returns that seed's pristine inputs."""
+    inputs = side.make_inputs(seed)
+    facts.input_origin = side.input_origin()
+    facts.input_bytes = sum(nbytes(t) for t in flat_tensors(inputs))
+    before = digest(inputs)
+    state_before = {k: v.detach().clone() for k, v in side.ref_model.state_dict().items()
+                    if isinstance(v, torch.Tensor)}
+    eager = side.call_eager(inputs, seed)
+    facts.outputs = [OutputSpec(list(t.shape), dtype_name(t.dtype)) for t in eager]
+    facts.output_bytes = sum(nbytes(t) for t in eager)
+    facts.ref_output_aliases = bool(aliases_anything(eager, inputs, side.ref_model))
+    facts.min_bytes = min_bytes(inputs, side.ref_model, eager)
+    after = digest(inputs)
+    facts.ref_mutated_inputs = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
+    state_after = side.ref_model.state_dict()
+    facts.ref_changes_state = any(k in state_after and not torch.equal(state_after[k].detach(), v)
+                                  for k, v in state_before.items())
+    del eager, state_before
+    if facts.ref_mutated_inputs:
+        inputs = side.make_inputs(seed)
+    eager_peak(side, facts, inputs, seed)
+    if facts.ref_mutated_inputs:
+        inputs = side.make_inputs(seed)
+    try:
+        facts.ref_ops = sorted(record_ops(lambda: side.call_eager(inputs, seed)))
+    except Exception as exc:  # noqa: BLE001 - recording is best effort
+        facts.notes.append(f"op recording failed: {type(exc).__name__}: {exc}")
+    try:
+        facts.flops = count_flops(lambda: side.call_eager(inputs, seed))
+    except Exception as exc:  # noqa: BLE001
+        facts.notes.append(f"FLOP counting failed: {type(exc).__name__}: {exc}")
+    if facts.ref_mutated_inputs:
+        inputs = side.make_inputs(seed)
+    facts.plan = choose_plan(side, facts, inputs, seed)
+    return inputs
+
+
+def prepare(side: ProblemSide, seeds: List[int], cache: Optional[CacheDir]) -> ProblemFacts:
+    """The problem's facts for these seeds, from the cache where it has them."""
+    key = side.key()
+    facts_name = f"facts-{key}.json"
+    raw = cache.read_json(facts_name) if cache is not None else None
+    facts: Optional[ProblemFacts] = None
+    if isinstance(raw, dict):
+        try:
+            facts = ProblemFacts.from_json(raw)
+        except (TypeError, ValueError):
+            facts = None
+    missing = [s for s in seeds if facts is None or str(s) not in facts.seeds]
+    if facts is not None and not missing:
+        return facts
+    first_inputs: Optional[List[Any]] = None
+    if facts is None:
+        facts = ProblemFacts(key=key)
+        first_inputs = _static_facts(side, facts, seeds[0])
+    for s in missing:
+        inputs = first_inputs if first_inputs is not None and s == seeds[0] else side.make_inputs(s)
+        facts.seeds[str(s)] = seed_facts(side, facts, inputs, s, cache)
+        side.seeds_computed += 1
+        del inputs
+        first_inputs = None
+    facts.plan.precision = side.models.precision
+    if cache is not None:
+        cache.write_json(facts_name, facts.to_json())
+    return facts
+
+
+def load_references(facts: ProblemFacts, seeds: List[int], cache: Optional[CacheDir]) -> Dict[int, List[torch.Tensor]]:
+    """The stored float64 references of these seeds (on the host), read before candidate code runs."""
+    found: Dict[int, List[torch.Tensor]] = {}
+    if cache is None:
+        return found
+    for s in seeds:
+        sf = facts.seeds.get(str(s))
+        if sf is not None and sf.cached:
+            tensors = cache.read_tensors(_ref_name(facts.key, s))
+            if tensors is not None and len(tensors) == len(facts.outputs):
+                found[s] = tensors
+    return found

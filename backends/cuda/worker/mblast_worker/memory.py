@@ -1,0 +1,31 @@
+"""The judge's own device-memory peak over a request, whatever resets PyTorch's peak statistics
+on the way (measuring eager's peak does)."""
+
+from typing import Any, Dict, Optional
+
+import torch
+
+_peaks: Dict[str, int] = {"reserved": 0, "allocated": 0}
+
+
+def _read(device: torch.device) -> None:
+    _peaks["reserved"] = max(_peaks["reserved"], int(torch.cuda.max_memory_reserved(device)))
+    _peaks["allocated"] = max(_peaks["allocated"], int(torch.cuda.max_memory_allocated(device)))
+
+
+def reset_peak(device: torch.device) -> None:
+    """torch.cuda.reset_peak_memory_stats, keeping what the judge's peak was so far."""
+    _read(device)
+    torch.cuda.reset_peak_memory_stats(device)
+
+
+def report(device: torch.device, eager_peak: Optional[int], plan: str) -> Optional[Dict[str, Any]]:
+    """{"judge_peak_bytes" (reserved by PyTorch's allocator), "judge_peak_allocated_bytes",
+    "eager_peak_bytes", "budget_bytes" (2 x eager + 1 GiB), "within_budget", "reference_plan"}."""
+    if device.type != "cuda":
+        return None
+    _read(device)
+    budget = 2 * eager_peak + (1 << 30) if eager_peak is not None else None
+    return {"judge_peak_bytes": _peaks["reserved"], "judge_peak_allocated_bytes": _peaks["allocated"],
+            "eager_peak_bytes": eager_peak, "budget_bytes": budget,
+            "within_budget": None if budget is None else _peaks["reserved"] <= budget, "reference_plan": plan}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The judge's acceptance run on the GPU machine, from the repository root:
+#
+#   benchmarks/h200/acceptance.sh prepare            # here: build, bundle, copy KernelBench into .kb/
+#   benchmarks/h200/acceptance.sh a|b|all [DEADLINE [ONLY]]  # there, carry [".device", ".kb"]
+#
+# Part a (env, first-vs-later, agreement with KernelBench's harness, spread, anti-cheat, isolation,
+# latency) and part b (fairness and memory over every level 1-3 problem) each fit one device call;
+# DEADLINE (seconds, default 540) bounds what starts; ONLY names a file of problems (level1/NAME
+# per line) that the fairness section judges instead of all. Results land in $OUT/acceptance
+# (results.json, table.md, log.txt, records.tar.gz); the table is printed last.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+part=${1:-}
+case "$part" in
+  prepare)
+    bash scripts/setup.sh >/dev/null
+    bash scripts/device_bundle.sh .device >/dev/null
+    rm -rf .kb && mkdir -p .kb
+    cp -r ../shared/kernelbench/level1 ../shared/kernelbench/level2 ../shared/kernelbench/level3 .kb/
+    cp -r ../shared/kernelbench_harness .kb/harness
+    grep -qx '/.kb/' .git/info/exclude 2>/dev/null || echo /.kb/ >>.git/info/exclude
+    du -sh .device .kb
+    exit 0
+    ;;
+  a|b|all|before) ;;
+  *) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+esac
+out=${OUT:-acceptance-results}/acceptance
+mkdir -p "$out"
+export LD_LIBRARY_PATH=$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PYTHONUNBUFFERED=1
+python3 benchmarks/h200/acceptance.py --kernelbench .kb --harness .kb/harness --out "$out" \
+  --mblast .device/mblast --part "$part" --deadline "${2:-540}" ${3:+--only "$3"} 2>&1 |
+  tee -a "$out/log.txt"

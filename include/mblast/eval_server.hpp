@@ -1,0 +1,44 @@
+#pragma once
+// The eval server: `mblast eval` on a GPU hands its candidates to a long-lived mblast process of
+// the same user that keeps a Python worker started ahead (PyTorch imported, CUDA initialised),
+// so that a run of `mblast eval` commands does not pay the worker's start-up (seconds) each time.
+// Evaluation is unchanged: the server calls evaluate_all() with its pool, one request at a time
+// (which also keeps two evaluations from timing on one GPU at once), and every candidate still
+// runs in a fresh, sandboxed worker process that serves only it.
+//
+// A server serves one configuration (binary, Python, device, cache, sandbox and device
+// environment): it listens on a Unix socket in a private folder ($XDG_RUNTIME_DIR/mblast, else
+// /tmp/mblast-UID, mode 0700) named after a hash of that configuration, and exits after
+// MBLAST_EVAL_SERVER_IDLE_S seconds (default 900) without a request. The first `mblast eval`
+// starts it; MBLAST_EVAL_SERVER=0 (or --no-server) judges in the calling process instead, as does
+// any failure to reach a server.
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mblast/eval.hpp"
+
+namespace mblast {
+
+// Whether `mblast eval` with these options uses a server by default: CUDA devices, unless
+// MBLAST_EVAL_SERVER says otherwise (1: always, 0: never).
+bool eval_server_wanted(const EvalOptions& options);
+
+// Judges candidates through the server for (options, python), starting one if none is up.
+// nullopt when no server could be reached (the caller judges locally); throws mblast::Error as
+// evaluate_all() does when the server reports a bad problem or bad usage.
+std::optional<std::vector<nlohmann::json>> evaluate_via_server(
+    const EvalOptions& options, const std::vector<std::filesystem::path>& candidates,
+    const std::filesystem::path& python);
+
+// The server's main loop (`mblast internal eval-server`); returns the exit code.
+int run_eval_server(const std::filesystem::path& socket, const std::filesystem::path& python,
+                    const std::string& identity);
+
+// EvalOptions to and from JSON (the fields `mblast eval` sets), for the server's requests.
+nlohmann::json eval_options_to_json(const EvalOptions& options);
+EvalOptions eval_options_from_json(const nlohmann::json& j);
+
+}  // namespace mblast

@@ -1,0 +1,322 @@
+#include "mblast/eval_server.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "mblast/error.hpp"
+#include "mblast/kb.hpp"
+#include "mblast/process.hpp"
+#include "mblast/python.hpp"
+#include "mblast/worker.hpp"
+
+extern char** environ;
+
+namespace mblast {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kStartWait = std::chrono::seconds(20);
+constexpr int kRequestReadMs = 30'000;
+
+std::string env_or(const char* name, const char* fallback = "") {
+  const char* value = std::getenv(name);
+  return value ? value : fallback;
+}
+
+fs::path self_exe() { return fs::read_symlink("/proc/self/exe"); }
+
+// $XDG_RUNTIME_DIR/mblast, else /tmp/mblast-UID: created 0700, and used only if it is ours and
+// nobody else may enter it.
+std::optional<fs::path> private_dir() {
+  const std::string xdg = env_or("XDG_RUNTIME_DIR");
+  const fs::path dir = !xdg.empty() && fs::is_directory(xdg)
+                           ? fs::path(xdg) / "mblast"
+                           : fs::temp_directory_path() / ("mblast-" + std::to_string(::getuid()));
+  ::mkdir(dir.c_str(), 0700);
+  struct stat info {};
+  if (::lstat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != ::getuid() ||
+      (info.st_mode & 077) != 0) {
+    spdlog::warn("not using an eval server: {} is not a private folder of this user", dir.string());
+    return std::nullopt;
+  }
+  return dir;
+}
+
+// Everything a server's workers depend on: a server answers only requests that agree on it.
+std::string identity(const EvalOptions& options, const fs::path& python) {
+  std::error_code ec;
+  const fs::path exe = self_exe();
+  json id = {{"exe", exe.string()},
+             {"exe_size", fs::file_size(exe, ec)},
+             {"exe_mtime", fs::last_write_time(exe, ec).time_since_epoch().count()},
+             {"python", python.string()},
+             {"worker", worker_directory().string()},
+             {"device", options.device},
+             {"cache", fs::absolute(options.cache_dir).string()}};
+  for (const char* name : {"MBLAST_SANDBOX", "CUDA_VISIBLE_DEVICES", "MBLAST_REFERENCE_CACHE_MAX_MB",
+                           "PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "MBLAST_NVCC", "MBLAST_CUDA_ARCH"}) {
+    id["env"][name] = env_or(name);
+  }
+  return id.dump();
+}
+
+fs::path socket_for(const fs::path& dir, const std::string& id) {
+  return dir / ("eval-" + sha256_hex(id).substr(0, 16) + ".sock");
+}
+
+int connect_to(const fs::path& socket) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (socket.string().size() >= sizeof address.sun_path) return -1;
+  std::strncpy(address.sun_path, socket.c_str(), sizeof address.sun_path - 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool write_all(int fd, const std::string& data) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// One line (without its newline); nullopt on EOF, error or, with timeout_ms >= 0, a timeout.
+std::optional<std::string> read_line(int fd, int timeout_ms) {
+  std::string line;
+  char buffer[65536];
+  while (true) {
+    if (timeout_ms >= 0) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, timeout_ms) <= 0) return std::nullopt;
+    }
+    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;
+    line.append(buffer, static_cast<std::size_t>(n));
+    if (const auto end = line.find('\n'); end != std::string::npos) return line.substr(0, end);
+  }
+}
+
+// Starts `mblast internal eval-server` detached (its own session, reparented to init), with the
+// secrets taken out of its environment and its output in a log file beside the socket.
+void start_server(const fs::path& socket, const fs::path& python, const std::string& id) {
+  const std::string exe = self_exe().string();
+  const std::string log = socket.string() + ".log";
+  std::vector<std::string> args = {exe,      "internal", "eval-server",   "--socket",
+                                   socket.string(), "--python", python.string(), "--identity",
+                                   id};
+  std::vector<char*> argv;
+  for (auto& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_text;
+  for (char** entry = environ; entry && *entry; ++entry) {
+    const std::string text = *entry;
+    if (!is_secret_env_name(text.substr(0, text.find('=')))) env_text.push_back(text);
+  }
+  std::vector<char*> envp;
+  for (auto& entry : env_text) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) return;
+  if (pid == 0) {
+    ::setsid();
+    if (::fork() != 0) ::_exit(0);
+    const int null = ::open("/dev/null", O_RDONLY);
+    const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (null >= 0) ::dup2(null, 0);
+    if (out >= 0) {
+      ::dup2(out, 1);
+      ::dup2(out, 2);
+    }
+    for (int fd = 3; fd < 1024; ++fd) ::close(fd);
+    ::execve(exe.c_str(), argv.data(), envp.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+std::optional<json> ask(const fs::path& socket, const std::string& request) {
+  const int fd = connect_to(socket);
+  if (fd < 0) return std::nullopt;
+  std::optional<std::string> line;
+  if (write_all(fd, request + "\n")) line = read_line(fd, -1);
+  ::close(fd);
+  if (!line) return std::nullopt;
+  try {
+    return json::parse(*line);
+  } catch (const json::parse_error&) {
+    return std::nullopt;
+  }
+}
+
+std::vector<json> answer(const json& response) {
+  if (response.contains("error")) {
+    const auto& e = response["error"];
+    throw Error(static_cast<ExitCode>(e.value("code", 1)), e.value("message", "the eval server failed"),
+                e.value("hint", ""));
+  }
+  return response.value("results", json::array()).get<std::vector<json>>();
+}
+
+}  // namespace
+
+bool eval_server_wanted(const EvalOptions& options) {
+  const std::string setting = env_or("MBLAST_EVAL_SERVER");
+  if (setting == "0") return false;
+  if (setting == "1") return options.backend == "cuda";
+  return options.backend == "cuda" && options.device.rfind("cuda", 0) == 0;
+}
+
+std::optional<std::vector<json>> evaluate_via_server(const EvalOptions& options,
+                                                     const std::vector<fs::path>& candidates,
+                                                     const fs::path& python) {
+  const auto dir = private_dir();
+  if (!dir) return std::nullopt;
+  const std::string id = identity(options, python);
+  const fs::path socket = socket_for(*dir, id);
+  json request = {{"options", eval_options_to_json(options)}, {"candidates", json::array()}};
+  for (const auto& c : candidates) request["candidates"].push_back(fs::absolute(c).string());
+  const std::string text = request.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (auto response = ask(socket, text)) return answer(*response);
+  start_server(socket, python, id);
+  const auto until = Clock::now() + kStartWait;
+  while (Clock::now() < until) {
+    if (const int fd = connect_to(socket); fd >= 0) {
+      ::close(fd);
+      if (auto response = ask(socket, text)) return answer(*response);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  spdlog::warn("the eval server did not answer (log: {}.log); judging in this process", socket.string());
+  return std::nullopt;
+}
+
+int run_eval_server(const fs::path& socket, const fs::path& python, const std::string& id) {
+  const std::string lock_path = socket.string() + ".lock";
+  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) return 0;  // another server serves it
+  ::unlink(socket.c_str());
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, socket.c_str(), sizeof address.sun_path - 1);
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::listen(listener, 16) != 0) {
+    spdlog::error("eval server: cannot listen on {}: {}", socket.string(), std::strerror(errno));
+    return 1;
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+  const long idle_s = std::strtol(env_or("MBLAST_EVAL_SERVER_IDLE_S", "900").c_str(), nullptr, 10);
+  spdlog::info("eval server {} listening on {} (idle limit {} s)", ::getpid(), socket.string(), idle_s);
+  std::unique_ptr<WorkerPool> pool;
+  int served = 0;
+  while (true) {
+    pollfd p{listener, POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(std::max(1L, idle_s)) * 1000);
+    if (ready == 0) break;
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    const int client = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client < 0) continue;
+    json response;
+    try {
+      const auto line = read_line(client, kRequestReadMs);
+      if (!line) throw input_error("the eval server got no request");
+      const json request = json::parse(*line);
+      EvalOptions options = eval_options_from_json(request.at("options"));
+      if (identity(options, python) != id) {
+        throw input_error("this eval server serves another configuration", "run mblast eval again");
+      }
+      std::vector<fs::path> candidates;
+      for (const auto& c : request.at("candidates")) candidates.emplace_back(c.get<std::string>());
+      if (!pool) pool = std::make_unique<WorkerPool>(eval_worker_config(options, python), 1);
+      auto results = evaluate_all(options, candidates, *pool, /*keep_prestarted=*/true);
+      ++served;
+      for (auto& r : results) r["eval_server"] = {{"pid", ::getpid()}, {"request", served}};
+      response = {{"results", results}};
+    } catch (const Error& e) {
+      response = {{"error", {{"code", static_cast<int>(e.code())}, {"message", e.what()}, {"hint", e.hint()}}}};
+    } catch (const std::exception& e) {
+      response = {{"error", {{"code", 1}, {"message", std::string("eval server: ") + e.what()}, {"hint", ""}}}};
+    }
+    write_all(client, response.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+    ::close(client);
+  }
+  spdlog::info("eval server {} exits after {} requests ({} s idle)", ::getpid(), served, idle_s);
+  ::unlink(socket.c_str());
+  ::close(listener);
+  return 0;
+}
+
+json eval_options_to_json(const EvalOptions& o) {
+  return {{"problem", fs::absolute(o.problem).string()},
+          {"backend", o.backend},
+          {"device", o.device},
+          {"seeds", o.seeds},
+          {"seed", o.seed},
+          {"atol", o.atol},
+          {"rtol", o.rtol},
+          {"tolerance_policy", o.tolerance_policy},
+          {"allow_tf32", o.allow_tf32},
+          {"timing", o.timing},
+          {"timing_runs", o.timing_runs},
+          {"compile_baseline", o.compile_baseline},
+          {"profile", o.profile},
+          {"timeout_s", o.timeout.count()},
+          {"compile_timeout_s", o.compile_timeout.count()},
+          {"cache_dir", fs::absolute(o.cache_dir).string()}};
+}
+
+EvalOptions eval_options_from_json(const json& j) {
+  EvalOptions o;
+  o.problem = j.at("problem").get<std::string>();
+  o.backend = j.value("backend", o.backend);
+  o.device = j.value("device", o.device);
+  o.seeds = j.value("seeds", o.seeds);
+  o.seed = j.value("seed", o.seed);
+  o.atol = j.value("atol", o.atol);
+  o.rtol = j.value("rtol", o.rtol);
+  o.tolerance_policy = j.value("tolerance_policy", o.tolerance_policy);
+  o.allow_tf32 = j.value("allow_tf32", o.allow_tf32);
+  o.timing = j.value("timing", o.timing);
+  o.timing_runs = j.value("timing_runs", o.timing_runs);
+  o.compile_baseline = j.value("compile_baseline", o.compile_baseline);
+  o.profile = j.value("profile", o.profile);
+  o.timeout = std::chrono::seconds(j.value("timeout_s", std::int64_t{0}));
+  o.compile_timeout = std::chrono::seconds(j.value("compile_timeout_s", std::int64_t{300}));
+  o.cache_dir = j.value("cache_dir", std::string());
+  return o;
+}
+
+}  // namespace mblast
