@@ -226,6 +226,12 @@ def section_env(run: Run) -> Dict[str, Any]:
     env["import_torch_s"] = run_command([run.python, "-c", "import torch"], 60)["wall_s"]
     env["import_torch_cuda_init_s"] = run_command(
         [run.python, "-c", "import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize()"], 60)["wall_s"]
+    bwrap = shutil.which("bwrap")
+    env["bwrap"] = bwrap or "not installed"
+    if bwrap:
+        probe = run_command([bwrap, "--unshare-net", "--unshare-ipc", "--die-with-parent", "--ro-bind", "/", "/",
+                             "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm", "--", "true"], 20)
+        env["bwrap_probe"] = f"rc {probe['rc']} {one_line(probe.get('stderr_tail') or '', 300)}"
     ver = run_command([str(run.mblast), "--version"], 20)
     env["mblast"] = (ver.get("stdout_tail") or "").strip()
     env["git"] = (run_command(["git", "-C", str(ROOT), "log", "-1", "--format=%h %s"], 20).get("stdout_tail") or "").strip()
@@ -598,7 +604,7 @@ SECTIONS = {"env": section_env, "sanity": section_sanity, "first_later": section
             "spread": section_spread, "anticheat": section_anticheat, "isolation": section_isolation,
             "latency": section_latency}
 PARTS = {
-    "a": ["env", "sanity", "first_later", "agreement", "spread", "anticheat", "isolation", "latency", "fairness"],
+    "a": ["env", "sanity", "isolation", "first_later", "spread", "agreement", "latency", "anticheat", "fairness"],
     "b": ["env", "sanity", "fairness"],
     "all": ["env", "sanity", "first_later", "agreement", "spread", "anticheat", "isolation", "latency", "fairness"],
     # The code before a change, in one call: what fits of part a, latency last.

@@ -29,6 +29,7 @@ esac
 out=${OUT:-acceptance-results}/acceptance
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+command -v bwrap >/dev/null || export PATH=$PWD/.device/bin:$PATH  # the bundled bubblewrap
 export PYTHONUNBUFFERED=1
 python3 benchmarks/h200/acceptance.py --kernelbench .kb --harness .kb/harness --out "$out" \
   --mblast .device/mblast --part "$part" --deadline "${2:-540}" ${3:+--only "$3"} 2>&1 |

@@ -1,6 +1,7 @@
 #pragma once
 // The eval server: `mblast eval` on a GPU hands its candidates to a long-lived mblast process of
-// the same user that keeps a Python worker started ahead (PyTorch imported, CUDA initialised),
+// the same user that keeps Python workers started ahead (PyTorch imported, CUDA initialised; two,
+// MBLAST_EVAL_SERVER_PRESTART),
 // so that a run of `mblast eval` commands does not pay the worker's start-up (seconds) each time.
 // Evaluation is unchanged: the server calls evaluate_all() with its pool, one request at a time
 // (which also keeps two evaluations from timing on one GPU at once), and every candidate still

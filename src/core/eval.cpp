@@ -134,7 +134,9 @@ nlohmann::json device_ceilings(const EvalOptions& options, const fs::path& cache
   const fs::path path = cache_dir / "ceilings" / (host_name() + "-" + device + ".json");
   if (std::ifstream in(path); in) {
     try {
-      return nlohmann::json::parse(in);
+      auto cached = nlohmann::json::parse(in);
+      // Entries from before the TF32 ceiling was measured are measured again.
+      if (cached.contains("peak_tflops_tf32") || device == "cpu") return cached;
     } catch (const nlohmann::json::parse_error&) {
       spdlog::warn("ignoring unreadable ceilings cache {}", path.string());
     }
@@ -149,6 +151,7 @@ nlohmann::json device_ceilings(const EvalOptions& options, const fs::path& cache
   }
   nlohmann::json ceilings = {{"bandwidth_gbs", outcome.response["bandwidth_gbs"]},
                              {"peak_tflops", outcome.response["peak_tflops_fp32"]},
+                             {"peak_tflops_tf32", outcome.response.value("peak_tflops_tf32", nlohmann::json())},
                              {"device_name", outcome.response.value("device_name", "")},
                              {"measured_at", utc_now()}};
   std::error_code ec;
@@ -210,7 +213,9 @@ nlohmann::json eval_request(const EvalOptions& options, const fs::path& candidat
       {"cache_dir", (cache_dir / "reference").string()},
       {"device_ceilings", ceilings.is_object()
                               ? nlohmann::json{{"bandwidth_gbs", ceilings["bandwidth_gbs"]},
-                                               {"peak_tflops", ceilings["peak_tflops"]}}
+                                               {"peak_tflops", ceilings["peak_tflops"]},
+                                               {"peak_tflops_tf32",
+                                                ceilings.value("peak_tflops_tf32", nlohmann::json())}}
                               : nlohmann::json()},
       {"timing", options.timing ? nlohmann::json{{"runs", options.timing_runs},
                                                  {"warmup", 5},

@@ -238,6 +238,8 @@ int run_eval_server(const fs::path& socket, const fs::path& python, const std::s
   const long idle_s = std::strtol(env_or("MBLAST_EVAL_SERVER_IDLE_S", "900").c_str(), nullptr, 10);
   spdlog::info("eval server {} listening on {} (idle limit {} s)", ::getpid(), socket.string(), idle_s);
   std::unique_ptr<WorkerPool> pool;
+  const auto prestart = static_cast<std::size_t>(
+      std::max(1L, std::strtol(env_or("MBLAST_EVAL_SERVER_PRESTART", "2").c_str(), nullptr, 10)));
   int served = 0;
   while (true) {
     pollfd p{listener, POLLIN, 0};
@@ -260,7 +262,9 @@ int run_eval_server(const fs::path& socket, const fs::path& python, const std::s
       }
       std::vector<fs::path> candidates;
       for (const auto& c : request.at("candidates")) candidates.emplace_back(c.get<std::string>());
-      if (!pool) pool = std::make_unique<WorkerPool>(eval_worker_config(options, python), 1);
+      // Two started ahead: a worker's start (PyTorch's import, CUDA) can take longer than a
+      // whole evaluation, and a run of `mblast eval` commands should never wait for one.
+      if (!pool) pool = std::make_unique<WorkerPool>(eval_worker_config(options, python), prestart);
       auto results = evaluate_all(options, candidates, *pool, /*keep_prestarted=*/true);
       ++served;
       for (auto& r : results) r["eval_server"] = {{"pid", ::getpid()}, {"request", served}};

@@ -46,15 +46,22 @@ std::vector<std::string> bwrap_prefix(const WorkerConfig& config, const fs::path
   return argv;
 }
 
-bool works(std::vector<std::string> prefix) {
-  if (!find_program(prefix.front())) return false;
+// Whether `prefix true` runs; why not, in `why`.
+bool works(std::vector<std::string> prefix, std::string* why = nullptr) {
+  if (!find_program(prefix.front())) {
+    if (why) *why = prefix.front() + " is not installed";
+    return false;
+  }
   prefix.push_back("true");
   ProcessSpec spec;
   spec.argv = std::move(prefix);
   spec.timeout = std::chrono::seconds(10);
   try {
-    return run_process(spec).ok();
-  } catch (const Error&) {
+    const ProcessResult result = run_process(spec);
+    if (why && !result.ok()) *why = result.describe() + ": " + result.err.substr(0, 300);
+    return result.ok();
+  } catch (const Error& e) {
+    if (why) *why = e.what();
     return false;
   }
 }
@@ -70,11 +77,13 @@ const std::string& detect_sandbox() {
     }
     std::vector<std::string> probe = kBwrap;
     probe.push_back("--");
-    if (works(probe)) return std::string("bwrap");
+    std::string why;
+    if (works(probe, &why)) return std::string("bwrap");
     if (works(kUnshare)) {
       spdlog::warn(
-          "candidate code can write wherever you can: bwrap does not work here, so workers only "
-          "lose the network (`unshare -n`); install bubblewrap for a read-only sandbox");
+          "candidate code can write wherever you can: bwrap does not work here ({}), so workers "
+          "only lose the network (`unshare -n`); install bubblewrap for a read-only sandbox",
+          why);
       return std::string("unshare");
     }
     spdlog::warn(

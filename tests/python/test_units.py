@@ -204,3 +204,27 @@ def test_summary_statistics() -> None:
     assert (s.median_ms, s.mean_ms, s.runs) == (3.0, 3.0, 5)
     assert s.p10_ms == pytest.approx(1.4) and s.p90_ms == pytest.approx(4.6)
     assert hides_device_work([1.0] * 10, [0.2] * 10) and not hides_device_work([0.21] * 10, [0.2] * 10)
+
+
+def test_speed_of_light_flags_a_candidate_only_where_eager_respects_the_ceiling() -> None:
+    from types import SimpleNamespace
+
+    from mblast_worker.evaluate import _speed_of_light_flag
+
+    def flags(sol: float, cand: float, ref: float) -> list:
+        s = SimpleNamespace(resp=Response(sol_ms=sol, cand_ms=cand, ref_ms=ref))
+        _speed_of_light_flag(s)  # type: ignore[arg-type]
+        return s.resp.flags
+
+    assert flags(1.0, 0.5, 2.0) == ["beyond_speed_of_light"]
+    assert flags(1.0, 0.95, 2.0) == []  # within 10 % of the ceiling
+    assert flags(1.0, 0.5, 0.8) == []  # eager below the ceiling: the ceiling is wrong
+
+
+def test_sol_uses_the_tf32_peak_where_tf32_is_on() -> None:
+    from mblast_worker.costmodel import sol_ms
+    from mblast_worker.request import DeviceCeilings
+
+    ceilings = DeviceCeilings(bandwidth_gbs=1e9, peak_tflops=50.0, peak_tflops_tf32=400.0)
+    assert sol_ms(4e12, 0, ceilings) == pytest.approx(80.0)
+    assert sol_ms(4e12, 0, ceilings, tf32=True) == pytest.approx(10.0)

@@ -215,11 +215,13 @@ def test_strict_policy_is_reported(results: Dict[str, Dict[str, Any]]) -> None:
     assert resp["correct"] is True
 
 
-def test_beyond_speed_of_light(results: Dict[str, Dict[str, Any]]) -> None:
+def test_a_ceiling_that_eager_itself_beats_flags_nothing(results: Dict[str, Dict[str, Any]]) -> None:
+    """Absurd ceilings put eager too below the speed of light: the estimate is wrong, not the
+    candidate (convolutions in TF32 beat an fp32 ceiling so, on the H200)."""
     resp = results["beyond_sol"]
     assert resp["sol_ms"] is not None and resp["sol_ms"] > 1.0
-    assert "beyond_speed_of_light" in resp["flags"]
-    assert resp["correct"] is False and resp["error_kind"] == "cheat"
+    assert "beyond_speed_of_light" not in resp["flags"] and resp["correct"] is True, brief(resp)
+    assert any("eager itself took" in note for note in resp["notes"]), resp["notes"]
 
 
 def test_compile_baseline_is_optional(results: Dict[str, Dict[str, Any]]) -> None:
@@ -302,9 +304,12 @@ def test_serve_protocol_survives_candidate_prints(tmp_path: Path) -> None:
     assert ready["torch"] and ready["python"].count(".") == 2 and ready["device_name"]
     req = eval_request(problem("relu_small"), cpu_candidate("noisy_relu"), seeds=[1, 2])
     out, err = proc.communicate(json.dumps(req) + "\n", timeout=120)
-    lines = out.splitlines()
-    assert len(lines) == 1, out  # exactly one response after the ready line; no candidate output
-    resp = json.loads(lines[0])
+    lines = [json.loads(line) for line in out.splitlines()]
+    # progress lines (the driver's time limits follow them), then exactly one response; no
+    # candidate output
+    assert [line.get("progress") for line in lines[:-1]] == ["prepared", "primed"], out
+    assert lines[0]["eager_ms"] > 0
+    resp = lines[-1]
     assert resp["correct"] is True and resp["flags"] == []
     assert proc.returncode == 0
     assert "candidate says hello" in err and "candidate writes raw bytes" in err and "forged" in err
@@ -325,7 +330,8 @@ def test_serve_dies_by_signal_on_segfault(tmp_path: Path) -> None:
     req = eval_request(problem("relu_small"), cpu_candidate("segfault"))
     out, _err = proc.communicate(json.dumps(req) + "\n", timeout=120)
     assert proc.returncode == -signal.SIGSEGV
-    assert len(out.splitlines()) == 1  # the ready line only: the driver sees EOF plus a signal
+    # the ready line and progress only: the driver sees EOF plus a signal
+    assert [json.loads(line).get("progress") for line in out.splitlines()[1:]] == ["prepared"], out
 
 
 def test_serve_answers_garbage_with_not_ok(tmp_path: Path) -> None:

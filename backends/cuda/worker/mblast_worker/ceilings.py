@@ -1,7 +1,7 @@
 """The `ceilings` op: the device's measured copy bandwidth and fp32 matmul rate."""
 
 import statistics
-from typing import Callable, Tuple
+from typing import Callable, Optional, Tuple
 
 import torch
 
@@ -22,11 +22,23 @@ def _copy_ms(device: torch.device, nbytes: int, reps: int) -> float:
     return _median_ms(device, lambda: dst.copy_(src), reps)
 
 
-def _matmul_ms(device: torch.device, n: int, reps: int) -> float:
+def _matmul_ms(device: torch.device, n: int, reps: int, tf32: bool = False) -> float:
     a = torch.randn(n, n, device=device)
     b = torch.randn(n, n, device=device)
-    apply_tf32(Tf32Setting(False, False))
-    return _median_ms(device, lambda: torch.mm(a, b), reps)
+    apply_tf32(Tf32Setting(tf32, tf32))
+    try:
+        return _median_ms(device, lambda: torch.mm(a, b), reps)
+    finally:
+        apply_tf32(Tf32Setting(False, False))
+
+
+def measure_tf32(device: torch.device) -> Optional[float]:
+    """fp32 matmul TFLOP/s with TF32 on (the tensor cores' fp32 mode), on CUDA only: the ceiling
+    of convolutions, which cuDNN runs in TF32 by default."""
+    if device.type != "cuda":
+        return None
+    n = 8192
+    return 2 * n**3 / (_matmul_ms(device, n, 10, tf32=True) * 1e-3) / 1e12
 
 
 def measure(device: torch.device) -> Tuple[float, float]:

@@ -23,7 +23,7 @@ from .tensors import unravel
 REL_L2_LIMIT: float = 1e-2
 EAGER_WIDEN_FACTOR: float = 1.5
 PRECISION_DROP_RANGE = (1e-4, 5e-2)
-CHUNK_ELEMENTS: int = 1 << 24  # 16 Mi elements: 128 MiB per float64 temporary
+CHUNK_ELEMENTS: int = 1 << 22  # 4 Mi elements: 32 MiB per float64 temporary
 
 
 @dataclass

@@ -26,11 +26,18 @@ def min_bytes(inputs: List[Any], model: torch.nn.Module, outputs: List[torch.Ten
     return sum(nbytes(t) for t in flat_tensors(inputs) + state + list(outputs))
 
 
-def sol_ms(flops: Optional[float], bytes_moved: int, ceilings: Optional[DeviceCeilings]) -> Optional[float]:
+def sol_ms(flops: Optional[float], bytes_moved: int, ceilings: Optional[DeviceCeilings],
+           tf32: bool = False) -> Optional[float]:
+    """The speed-of-light time: bytes over the measured bandwidth, FLOPs over the measured peak of
+    the fastest arithmetic the precision settings allow (TF32 where it is on for any op: cuDNN
+    convolutions run in TF32 under PyTorch's defaults)."""
     if ceilings is None or ceilings.bandwidth_gbs <= 0:
         return None
     memory_ms = bytes_moved / (ceilings.bandwidth_gbs * 1e9) * 1e3
+    peak = ceilings.peak_tflops
+    if tf32 and ceilings.peak_tflops_tf32:
+        peak = max(peak, ceilings.peak_tflops_tf32)
     compute_ms = 0.0
-    if flops is not None and ceilings.peak_tflops > 0:
-        compute_ms = flops / (ceilings.peak_tflops * 1e12) * 1e3
+    if flops is not None and peak > 0:
+        compute_ms = flops / (peak * 1e12) * 1e3
     return max(memory_ms, compute_ms)

@@ -27,11 +27,12 @@ from .reference import (BATCH_CHUNKS, CPU, WHOLE, ReferenceModels, ReferencePlan
 from .response import OutputSpec
 from .tensors import clone_all, digest, dtype_name, flat_tensors, nbytes
 
-FACTS_VERSION = "1"
+FACTS_VERSION = "2"
 # Stored float64 references per seed, at most (MBLAST_REFERENCE_CACHE_MAX_MB); larger ones are
 # recomputed: on the device that takes less than reading them back.
 MAX_CACHED_REFERENCE_BYTES = int(os.environ.get("MBLAST_REFERENCE_CACHE_MAX_MB", "256")) * 2**20
-# Inputs plus outputs below this: the float64 reference is computed whole on the device.
+# Parameters, inputs and outputs below this: the float64 reference is computed whole on the
+# device (it needs about twice what eager needs, beside the fp32 model and tensors).
 WHOLE_LIMIT_BYTES = 512 * 2**20
 CHUNK_TARGET_BYTES = 1 * 2**30  # float64 work per batch slice
 SEPARABLE_REL = 1e-9  # float64 results of a sample alone and within a batch agree to this
@@ -63,6 +64,7 @@ class ProblemFacts:
     min_bytes: int = 0
     input_bytes: int = 0
     output_bytes: int = 0
+    param_bytes: int = 0  # the reference model's parameters and buffers
     eager_peak_bytes: Optional[int] = None
     eager_ms: Optional[float] = None  # one eager forward, synchronized wall clock (time limits)
     seeds: Dict[str, SeedFacts] = field(default_factory=dict)
@@ -156,11 +158,16 @@ def _separable(side: ProblemSide, inputs: List[Any], batch: int, seed: int) -> b
 
 
 def choose_plan(side: ProblemSide, facts: ProblemFacts, inputs: List[Any], seed: int) -> ReferencePlan:
-    if side.device.type != "cuda" or facts.input_bytes + facts.output_bytes <= WHOLE_LIMIT_BYTES:
+    """Within the judge's budget of 2 x eager's peak + 1 GiB, beside the fp32 reference model, the
+    candidate's model, the inputs and one output: whole on the device when all of that is small;
+    in batch slices when the model treats samples apart and its float64 copy fits beside the two
+    fp32 models (parameters light against the data); else on the host."""
+    p, i, o = facts.param_bytes, facts.input_bytes, facts.output_bytes
+    if side.device.type != "cuda" or p + i + o <= WHOLE_LIMIT_BYTES:
         return ReferencePlan(WHOLE)
     batch = batch_size(inputs)
-    if _separable(side, inputs, batch, seed):
-        work = 2 * (facts.eager_peak_bytes or 2 * (facts.input_bytes + facts.output_bytes))
+    if 2 * p <= i + o + WHOLE_LIMIT_BYTES and _separable(side, inputs, batch, seed):
+        work = 2 * (facts.eager_peak_bytes or 2 * (i + o))
         n = max(2, min(batch, math.ceil(work / CHUNK_TARGET_BYTES)))
         return ReferencePlan(BATCH_CHUNKS, chunks=n, batch=batch)
     return ReferencePlan(CPU)
@@ -217,6 +224,7 @@ def _static_facts(side: ProblemSide, facts: ProblemFacts, seed: int) -> List[Any
     inputs = side.make_inputs(seed)
     facts.input_origin = side.input_origin()
     facts.input_bytes = sum(nbytes(t) for t in flat_tensors(inputs))
+    facts.param_bytes = sum(nbytes(t) for t in side.ref_model.state_dict().values() if isinstance(t, torch.Tensor))
     before = digest(inputs)
     state_before = {k: v.detach().clone() for k, v in side.ref_model.state_dict().items()
                     if isinstance(v, torch.Tensor)}

@@ -58,6 +58,7 @@ def _verdict(resp: Response, kind: str, message: str, tb: Optional[str]) -> None
 def _dispatch(req: Request, resp: Response, device: torch.device) -> None:
     if req.op == "ceilings":
         resp.bandwidth_gbs, resp.peak_tflops_fp32 = ceilings.measure(device)
+        resp.peak_tflops_tf32 = ceilings.measure_tf32(device)
     elif req.op == "check_task":
         _check_task(req, resp, device)
     else:

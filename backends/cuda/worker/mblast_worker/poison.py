@@ -15,7 +15,7 @@ makes it wrong or mostly zero.
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import torch
 
@@ -52,6 +52,7 @@ class _DeviceMemory:
 class Poisoner:
     device: torch.device
     fresh_bytes: int = _CUDA_CAP_BYTES  # the fresh block filled before each call (CUDA), at most
+    budget_bytes: Optional[int] = None  # device memory the judge keeps within (CUDA)
     # Bytes of the tensors the candidate is expected to allocate (CPU only).
     expected_nbytes: List[int] = field(default_factory=list)
     cached_blocks_filled: int = 0
@@ -79,7 +80,11 @@ class Poisoner:
     def _poison_cuda(self, value: float) -> None:
         guards.cuda_synchronize(self.device)
         free_bytes, _total = torch.cuda.mem_get_info(self.device)
-        size = min(int(free_bytes * 0.5), self.fresh_bytes, _CUDA_CAP_BYTES) // 4 * 4
+        size = min(int(free_bytes * 0.5), self.fresh_bytes, _CUDA_CAP_BYTES)
+        if self.budget_bytes is not None:
+            # Room is left for the outputs the call is about to allocate.
+            size = min(size, self.budget_bytes - torch.cuda.memory_reserved(self.device) - self.fresh_bytes)
+        size = max(0, size) // 4 * 4
         if size > 0:
             try:
                 block = torch.empty(size, dtype=torch.uint8, device=self.device)

@@ -89,10 +89,11 @@ class ReferenceModels:
             self._models = {}
         key = (self.precision, on_cpu)
         if key not in self._models:
-            model = self.pristine()
+            self._models.clear()  # one reference model at a time: a float64 copy is large
+            model = self.pristine().to("cpu")
             if self.precision == FLOAT64:
                 model = model.to(torch.float64)
-            self._models[key] = model.to("cpu") if on_cpu else model
+            self._models[key] = model if on_cpu else model.to(self.device)
         return self._models[key]
 
     def run(self, inputs: List[Any], seed: Optional[int], on_cpu: bool) -> List[torch.Tensor]:
@@ -139,10 +140,25 @@ def iter_reference(models: ReferenceModels, plan: ReferencePlan, inputs: List[An
         yield sl, models.run(split_batch(inputs, plan.batch, sl), seed, on_cpu)
 
 
+def _host_memo(model: torch.nn.Module) -> dict:
+    """deepcopy's memo with every parameter and buffer already copied to the host: the copy is
+    made there without a second copy on the device."""
+    memo: dict = {}
+    for p in model.parameters():
+        memo[id(p)] = torch.nn.Parameter(p.detach().to("cpu", copy=True), requires_grad=p.requires_grad)
+    for b in model.buffers():
+        memo[id(b)] = b.detach().to("cpu", copy=True)
+    return memo
+
+
 def pristine_copier(model: torch.nn.Module, rebuild: Callable[[], torch.nn.Module]) -> Callable[[], torch.nn.Module]:
-    """Fresh copies of the model as constructed (before any forward); rebuilds if it cannot be copied."""
+    """Fresh copies of the model as constructed (before any forward), on the model's device. The
+    pristine copy itself is kept on the host, so that it costs no device memory; rebuilds if the
+    model cannot be copied."""
     try:
-        pristine = copy.deepcopy(model)
+        first = next(iter(model.parameters()), None)
+        target = first.device if first is not None else None
+        pristine = copy.deepcopy(model, _host_memo(model))
     except Exception:  # noqa: BLE001
         return rebuild
-    return lambda: copy.deepcopy(pristine)
+    return lambda: copy.deepcopy(pristine).to(target) if target is not None else copy.deepcopy(pristine)

@@ -22,7 +22,8 @@ class TimingConfig:
 @dataclass
 class DeviceCeilings:
     bandwidth_gbs: float
-    peak_tflops: float
+    peak_tflops: float  # fp32, TF32 off
+    peak_tflops_tf32: Optional[float] = None  # fp32 with TF32 on (CUDA)
 
 
 @dataclass
@@ -67,6 +68,11 @@ def _abs_path(raw: Dict[str, Any], key: str, required: bool) -> Optional[str]:
     if not os.path.isabs(value):
         raise RequestError(f"request field {key!r} must be an absolute path, got {value!r}")
     return value
+
+
+def _optional_float(raw: Dict[str, Any], key: str) -> Optional[float]:
+    value = _typed(raw, key, (float, int), None)
+    return float(value) if value is not None else None
 
 
 def parse_timing(raw: Any) -> Optional[TimingConfig]:
@@ -121,6 +127,7 @@ def parse_request(raw: Any, default_device: str = "cpu") -> Request:
         req.device_ceilings = DeviceCeilings(
             bandwidth_gbs=float(_typed(ceilings, "bandwidth_gbs", (float, int), 0.0)),
             peak_tflops=float(_typed(ceilings, "peak_tflops", (float, int), 0.0)),
+            peak_tflops_tf32=_optional_float(ceilings, "peak_tflops_tf32"),
         )
     timeout = _typed(raw, "timeout_s", (float, int), None)
     req.timeout_s = float(timeout) if timeout is not None else None

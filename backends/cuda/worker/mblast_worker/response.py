@@ -87,6 +87,7 @@ class Response:
     # op "ceilings" only
     bandwidth_gbs: Optional[float] = None
     peak_tflops_fp32: Optional[float] = None
+    peak_tflops_tf32: Optional[float] = None
 
     def add_flag(self, flag: str) -> None:
         if flag not in self.flags:

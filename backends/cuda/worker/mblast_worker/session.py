@@ -134,6 +134,7 @@ class Session:
         if candidate.is_reference:
             resp.add_flag("reference_as_candidate")
         poisoner = Poisoner(device, fresh_bytes=_poison_block_bytes(facts),
+                            budget_bytes=2 * facts.eager_peak_bytes + (1 << 30) if facts.eager_peak_bytes else None,
                             expected_nbytes=[_spec_bytes(o) for o in facts.outputs])
         session = Session(
             req=req, resp=resp, device=device, problem=problem, side=side, facts=facts, references=references,
@@ -250,9 +251,9 @@ def _spec_bytes(spec: OutputSpec) -> int:
 
 
 def _poison_block_bytes(facts: ProblemFacts) -> int:
-    """The fresh block poisoned before each candidate call: room for the outputs twice over, so that
-    new allocations land in poison, without raising the judge's footprint far above eager's."""
-    return int(min(2 << 30, max(64 << 20, 2 * facts.output_bytes)))
+    """The fresh block poisoned before each candidate call, the size of its outputs, so that their
+    allocation lands in poison without raising the judge's footprint far above eager's."""
+    return int(min(2 << 30, max(64 << 20, facts.output_bytes)))
 
 
 def _release_device_memory(device: torch.device) -> None:

@@ -83,10 +83,10 @@ def spin_up(device: torch.device, seconds: float = SPIN_UP_S) -> None:
     `seconds`, once per process."""
     if device.type != "cuda" or _SPUN_UP.get(str(device)):
         return
-    a = torch.randn(4096, 4096, device=device)
+    a = torch.randn(2048, 2048, device=device)
     t0 = guards.perf_counter_ns()
     while (guards.perf_counter_ns() - t0) / 1e9 < seconds:
-        for _ in range(4):
+        for _ in range(16):
             torch.mm(a, a)
         guards.cuda_synchronize(device)
     del a

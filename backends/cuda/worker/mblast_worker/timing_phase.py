@@ -78,12 +78,12 @@ def run_timing(s: Session, tol: Tol, rel_l2_limit: float, eager_err: float, cfg:
     pristine = [s.make_inputs(TIMING_SEED_BASE + k) for k in range(input_sets(s, cfg))]
     # On the CPU every contender keeps its last output per input set until its next call on that
     # set, so that all of them allocate and free alike (glibc's mmap threshold once made an
-    # identical candidate time 2x apart from the reference). The caching allocator on the GPU
-    # treats them alike anyway; there only the candidate's last outputs are kept, to be checked.
+    # identical candidate time 2x apart from the reference). On the GPU none does: memory stays
+    # at one output, and the caching allocator serves every call alike.
     keep_all = s.device.type != "cuda"
     contenders = [
         Contender("ref", s.eager_callable, s.precision.enter_eager, s.precision.enter_candidate, keep_all),
-        Contender("cand", s.candidate_callable, s.precision.enter_candidate, s.after_candidate_code, True),
+        Contender("cand", s.candidate_callable, s.precision.enter_candidate, s.after_candidate_code, keep_all),
     ]
     if "compile" in s.req.baselines:
         compiled = _compiled_contender(s, pristine[0], keep_all)
@@ -94,7 +94,13 @@ def run_timing(s: Session, tol: Tol, rel_l2_limit: float, eager_err: float, cfg:
         c.calls = [c.make_call(p if shared else clone_all(p)) for p in pristine]
     timer = make_timer(s.device, cfg.l2_flush)
 
+    last_round = [False]
+
     def measure(c: Contender, k: int) -> Measurement:
+        # Every contender's output is dropped before its next call, so that each call meets the
+        # allocator in the same state; on the CPU all keep theirs (keep_last), and the candidate
+        # keeps the outputs of the last round, to be checked.
+        c.last.pop(k, None)
         c.before()
         try:
             m = timer.measure(c.calls[k])
@@ -104,7 +110,9 @@ def run_timing(s: Session, tol: Tol, rel_l2_limit: float, eager_err: float, cfg:
             raise
         finally:
             c.after()
-        c.last[k] = m.result if c.keep_last else None
+        if c.keep_last or (c.name == "cand" and last_round[0]):
+            c.last[k] = m.result
+        m.result = None
         return m
 
     n_sets = len(pristine)
@@ -113,6 +121,7 @@ def run_timing(s: Session, tol: Tol, rel_l2_limit: float, eager_err: float, cfg:
     runs = _warm_up(contenders, measure, n_sets, cfg)
     for i in range(runs):
         k = i % n_sets
+        last_round[0] = i >= runs - n_sets
         for c in contenders if i % 2 == 0 else contenders[::-1]:
             m = measure(c, k)
             c.ms.append(m.ms)
