@@ -473,8 +473,8 @@ def section_isolation(run: Run) -> Dict[str, Any]:
         return {"pass": False, "summary": "no isolation tests in this tree"}
     rec = run.record("isolation", "isolation", ["bash", str(script), str(run.mblast), "cuda"], 240)
     tail = (rec.get("stdout_tail") or "") + (rec.get("stderr_tail") or "")
-    out = {"rc": rec["rc"], "summary": one_line(tail.strip().splitlines()[-1] if tail.strip() else ""),
-           "pass": rec["rc"] == 0}
+    said = [line for line in tail.splitlines() if line.startswith(("isolation:", "FAIL:"))]
+    out = {"rc": rec["rc"], "summary": one_line(said[-1] if said else tail[-200:]), "pass": rec["rc"] == 0}
     log(f"  isolation: {out}")
     return out
 
@@ -515,6 +515,8 @@ def fairness_rows(work: Path) -> List[Dict[str, Any]]:
             "problem": rec.get("label"), "speedup": num(r.get("speedup")), "correct": r.get("correct"),
             "ref_ms": num(r.get("ref_ms")), "wall_s": rec.get("wall_s"), "error": "" if r.get("correct") else err_text(rec),
             "judge_peak_gib": (num(mem.get("judge_peak_bytes")) or 0) / GIB if mem.get("judge_peak_bytes") else None,
+            "judge_allocated_gib": (num(mem.get("judge_peak_allocated_bytes")) or 0) / GIB
+            if mem.get("judge_peak_allocated_bytes") else None,
             "eager_peak_gib": (num(mem.get("eager_peak_bytes")) or 0) / GIB if mem.get("eager_peak_bytes") else None,
             "gpu_used_peak_gib": (rec.get("gpu_used_peak_mib") or 0) / 1024 if rec.get("gpu_used_peak_mib") else None,
         })
@@ -532,8 +534,10 @@ def summarize_fairness(work: Path) -> Dict[str, Any]:
     out["in_range"] = len(speedups) - sum(1 for r in outliers if r["speedup"] is not None)
     mem = [r for r in rows if r["judge_peak_gib"] is not None and r["eager_peak_gib"] is not None]
     over = [r for r in mem if r["judge_peak_gib"] > 2 * r["eager_peak_gib"] + 1]
+    over_allocated = [r for r in mem if (r["judge_allocated_gib"] or 0) > 2 * r["eager_peak_gib"] + 1]
     oom = [r for r in rows if "out of memory" in (r["error"] or "").lower()]
-    out["memory"] = {"reported": len(mem), "over_budget": over, "oom": [r["problem"] for r in oom],
+    out["memory"] = {"reported": len(mem), "over_budget": over, "over_budget_allocated": over_allocated,
+                     "oom": [r["problem"] for r in oom],
                      "worst_ratio": max(((r["judge_peak_gib"] - 1) / r["eager_peak_gib"] for r in mem
                                          if r["eager_peak_gib"]), default=None)}
     walls = sorted(r["wall_s"] for r in rows if r["wall_s"] is not None)
@@ -573,7 +577,8 @@ def table(results: Dict[str, Any]) -> str:
     if f and f.get("memory"):
         m = f["memory"]
         worst = m.get("worst_ratio")
-        lines.append(f"| memory | peak <= 2 x eager + 1 GiB | {m['reported']} reported, {len(m['over_budget'])} over, "
+        lines.append(f"| memory | peak <= 2 x eager + 1 GiB | {m['reported']} reported, {len(m['over_budget'])} over "
+                     f"(reserved; {len(m.get('over_budget_allocated', []))} by allocated bytes), "
                      f"{len(m['oom'])} OOM; worst (peak-1GiB)/eager {fmt(worst, '.2f')} | "
                      f"{verdict(not m['over_budget'] and not m['oom'] and m['reported'] > 0) if m['reported'] or m['oom'] else 'n/a'} |")
     lat = results.get("latency")

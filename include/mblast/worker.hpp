@@ -36,15 +36,15 @@ namespace mblast {
 
 struct WorkerConfig {
   std::filesystem::path python;
-  std::filesystem::path worker_dir;         // holds the mblast_worker package; becomes PYTHONPATH
-  std::string device = "cpu";               // MBLAST_DEVICE: cpu, cuda or cuda:N
-  std::filesystem::path scratch_root;       // per-worker temp dirs go here; empty: the system's
+  std::filesystem::path worker_dir;    // holds the mblast_worker package; becomes PYTHONPATH
+  std::string device = "cpu";          // MBLAST_DEVICE: cpu, cuda or cuda:N
+  std::filesystem::path scratch_root;  // per-worker temp dirs go here; empty: the system's
   // The problem cache (float64 references, problem facts): passed as a descriptor, hidden from
   // the sandbox's file system. Empty: none.
   std::filesystem::path problem_cache;
   std::vector<std::filesystem::path> hidden;  // further folders the sandbox hides (emptied)
-  std::map<std::string, std::string> env;   // applied last, over everything else
-  std::chrono::seconds start_timeout{180};  // from the start of a worker to its ready line
+  std::map<std::string, std::string> env;     // applied last, over everything else
+  std::chrono::seconds start_timeout{180};    // from the start of a worker to its ready line
   // 0: no limit. CUDA reserves a huge virtual address space, so leave 0 for cuda.
   std::size_t address_space_bytes = 0;
   unsigned open_files = 4096;
@@ -73,12 +73,12 @@ struct WorkerOutcome {
   // Empty if completed, else e.g. "worker crashed: killed by SIGSEGV (signal 11)", "timed out
   // after 300.0 s", "worker exited (exit 1) before answering", "worker sent invalid JSON: ...".
   std::string failure;
-  std::string stderr_tail;  // the worker's last stderr output, candidate prints included
-  double seconds = 0;       // from sending the request to the answer or the failure
-  nlohmann::json ready;     // the worker's ready line
-  std::string limit;        // on a timeout: which limit it was, in words
+  std::string stderr_tail;         // the worker's last stderr output, candidate prints included
+  double seconds = 0;              // from sending the request to the answer or the failure
+  nlohmann::json ready;            // the worker's ready line
+  std::string limit;               // on a timeout: which limit it was, in words
   std::optional<double> eager_ms;  // as the worker reported it when prepared
-  std::string sandbox;      // "bwrap", "unshare" or "none"
+  std::string sandbox;             // "bwrap", "unshare" or "none"
 };
 
 class WorkerPool {

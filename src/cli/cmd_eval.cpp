@@ -10,9 +10,9 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/app.hpp"
-#include "mblast/eval_server.hpp"
 #include "mblast/error.hpp"
 #include "mblast/eval.hpp"
+#include "mblast/eval_server.hpp"
 #include "mblast/python.hpp"
 #include "mblast/worker.hpp"
 
@@ -224,7 +224,9 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
   eval->add_flag("--strict-tolerance", c->strict,
                  "Do not widen the tolerance to 1.5x PyTorch eager's own error");
   eval->add_flag("--allow-tf32", c->options.allow_tf32, "Allow TF32 matrix math in the candidate");
-  eval->add_option("--runs", c->options.timing_runs, "Timed runs of each contender, at most (default 100, as KernelBench; on CUDA fewer where they would take over about 0.4 s, never under 20)")
+  eval->add_option("--runs", c->options.timing_runs,
+                   "Timed runs of each contender, at most (default 100, as KernelBench; on CUDA "
+                   "fewer where they would take over about 0.4 s, never under 20)")
       ->check(CLI::Range(1, 100000));
   eval->add_flag("--no-timing", c->no_timing, "Verify only");
   eval->add_flag("--profile", c->options.profile,
@@ -232,11 +234,15 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
                  "signatures (op and kernel time shares, idle fraction, speed-of-light fractions)");
   eval->add_flag("--compile-baseline", c->options.compile_baseline,
                  "Also time torch.compile of the reference");
-  eval->add_option("--timeout", c->timeout_s, "Seconds a candidate's worker may take in all before it is killed. Default: derived from the reference, a minute plus 1000 x eager's time once the problem is prepared (at most 600 s) and the candidate compiled (--compile-timeout)")
+  eval->add_option("--timeout", c->timeout_s,
+                   "Seconds a candidate's worker may take in all before it is killed. Default: "
+                   "derived from the reference, a minute plus 1000 x eager's time once the problem "
+                   "is prepared (at most 600 s) and the candidate compiled (--compile-timeout)")
       ->check(CLI::NonNegativeNumber);
-  eval->add_option("--compile-timeout", c->compile_timeout_s,
-                   "Seconds a candidate's import and first call may take (JIT builds, torch.compile; "
-                   "default 300)")
+  eval->add_option(
+          "--compile-timeout", c->compile_timeout_s,
+          "Seconds a candidate's import and first call may take (JIT builds, torch.compile; "
+          "default 300)")
       ->check(CLI::PositiveNumber);
   eval->add_option(
       "--cache-dir", c->cache_dir,

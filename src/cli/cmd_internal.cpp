@@ -32,7 +32,8 @@ void register_internal(CLI::App& app, Globals& /*globals*/, Action& action) {
   eval_server->add_option("--socket", server->socket, "Unix socket to listen on")->required();
   eval_server->add_option("--python", server->python, "Python with PyTorch for the workers")
       ->required();
-  eval_server->add_option("--identity", server->identity, "The configuration it serves")->required();
+  eval_server->add_option("--identity", server->identity, "The configuration it serves")
+      ->required();
   eval_server->callback([&action, server] {
     action = [server] { return run_eval_server(server->socket, server->python, server->identity); };
   });

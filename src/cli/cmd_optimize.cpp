@@ -208,13 +208,19 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
   cmd->add_option("--seeds", c->options.verify_seeds,
                   "Verification trials per candidate (default 5)")
       ->check(CLI::Range(1, 1000));
-  cmd->add_option("--runs", c->options.timing_runs, "Timed runs per candidate, at most (default 100; on CUDA fewer where they would take over about 0.4 s, never under 20)")
+  cmd->add_option("--runs", c->options.timing_runs,
+                  "Timed runs per candidate, at most (default 100; on CUDA fewer where they would "
+                  "take over about 0.4 s, never under 20)")
       ->check(CLI::Range(1, 100000));
-  cmd->add_option("--timeout", c->timeout_s, "Seconds a candidate's worker may take in all before it is killed. Default: derived from the reference, a minute plus 1000 x eager's time once the problem is prepared (at most 600 s) and the candidate compiled (--compile-timeout)")
+  cmd->add_option("--timeout", c->timeout_s,
+                  "Seconds a candidate's worker may take in all before it is killed. Default: "
+                  "derived from the reference, a minute plus 1000 x eager's time once the problem "
+                  "is prepared (at most 600 s) and the candidate compiled (--compile-timeout)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--compile-timeout", c->compile_timeout_s,
-                  "Seconds a candidate's import and first call may take (JIT builds, torch.compile; "
-                  "default 300)")
+  cmd->add_option(
+         "--compile-timeout", c->compile_timeout_s,
+         "Seconds a candidate's import and first call may take (JIT builds, torch.compile; "
+         "default 300)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--cache-dir", c->cache_dir,
                   "Reference and build cache (default ~/.cache/mblast)");

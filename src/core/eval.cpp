@@ -141,19 +141,21 @@ nlohmann::json device_ceilings(const EvalOptions& options, const fs::path& cache
       spdlog::warn("ignoring unreadable ceilings cache {}", path.string());
     }
   }
-  auto outcome = workers.call({{"op", "ceilings"}, {"device", options.device}},
-                              options.timeout.count() > 0 ? options.timeout : std::chrono::seconds(600));
+  auto outcome =
+      workers.call({{"op", "ceilings"}, {"device", options.device}},
+                   options.timeout.count() > 0 ? options.timeout : std::chrono::seconds(600));
   refuse_unstartable(outcome, options);
   if (!outcome.completed || !outcome.response.value("error", nlohmann::json()).is_null()) {
     spdlog::warn("could not measure the device's ceilings ({}); no speed-of-light figures",
                  outcome.completed ? outcome.response["error"].dump() : outcome.failure);
     return nullptr;
   }
-  nlohmann::json ceilings = {{"bandwidth_gbs", outcome.response["bandwidth_gbs"]},
-                             {"peak_tflops", outcome.response["peak_tflops_fp32"]},
-                             {"peak_tflops_tf32", outcome.response.value("peak_tflops_tf32", nlohmann::json())},
-                             {"device_name", outcome.response.value("device_name", "")},
-                             {"measured_at", utc_now()}};
+  nlohmann::json ceilings = {
+      {"bandwidth_gbs", outcome.response["bandwidth_gbs"]},
+      {"peak_tflops", outcome.response["peak_tflops_fp32"]},
+      {"peak_tflops_tf32", outcome.response.value("peak_tflops_tf32", nlohmann::json())},
+      {"device_name", outcome.response.value("device_name", "")},
+      {"measured_at", utc_now()}};
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
   std::ofstream(path) << ceilings.dump(2) << "\n";
@@ -211,12 +213,12 @@ nlohmann::json eval_request(const EvalOptions& options, const fs::path& candidat
       {"profile", options.profile},
       {"baselines", baselines},
       {"cache_dir", (cache_dir / "reference").string()},
-      {"device_ceilings", ceilings.is_object()
-                              ? nlohmann::json{{"bandwidth_gbs", ceilings["bandwidth_gbs"]},
-                                               {"peak_tflops", ceilings["peak_tflops"]},
-                                               {"peak_tflops_tf32",
-                                                ceilings.value("peak_tflops_tf32", nlohmann::json())}}
-                              : nlohmann::json()},
+      {"device_ceilings",
+       ceilings.is_object() ? nlohmann::json{{"bandwidth_gbs", ceilings["bandwidth_gbs"]},
+                                             {"peak_tflops", ceilings["peak_tflops"]},
+                                             {"peak_tflops_tf32",
+                                              ceilings.value("peak_tflops_tf32", nlohmann::json())}}
+                            : nlohmann::json()},
       {"timing", options.timing ? nlohmann::json{{"runs", options.timing_runs},
                                                  {"warmup", 5},
                                                  {"input_sets", 3},
@@ -261,7 +263,8 @@ void judge(const EvalOptions& options, Pending& item, const fs::path& cache_dir,
     result["error_kind"] =
         outcome.failure.find("timed out") != std::string::npos ? "timeout" : "crash";
     // Stopped by the run's time limit, not the candidate's own: not a verdict on the candidate.
-    if (options.until && outcome.limit == "the run's --time-limit") result["stopped_by_time_limit"] = true;
+    if (options.until && outcome.limit == "the run's --time-limit")
+      result["stopped_by_time_limit"] = true;
     return;
   }
   const auto& response = outcome.response;

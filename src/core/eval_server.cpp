@@ -70,8 +70,9 @@ std::string identity(const EvalOptions& options, const fs::path& python) {
              {"worker", worker_directory().string()},
              {"device", options.device},
              {"cache", fs::absolute(options.cache_dir).string()}};
-  for (const char* name : {"MBLAST_SANDBOX", "CUDA_VISIBLE_DEVICES", "MBLAST_REFERENCE_CACHE_MAX_MB",
-                           "PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "MBLAST_NVCC", "MBLAST_CUDA_ARCH"}) {
+  for (const char* name :
+       {"MBLAST_SANDBOX", "CUDA_VISIBLE_DEVICES", "MBLAST_REFERENCE_CACHE_MAX_MB", "PATH",
+        "LD_LIBRARY_PATH", "PYTHONPATH", "MBLAST_NVCC", "MBLAST_CUDA_ARCH"}) {
     id["env"][name] = env_or(name);
   }
   return id.dump();
@@ -128,9 +129,9 @@ std::optional<std::string> read_line(int fd, int timeout_ms) {
 void start_server(const fs::path& socket, const fs::path& python, const std::string& id) {
   const std::string exe = self_exe().string();
   const std::string log = socket.string() + ".log";
-  std::vector<std::string> args = {exe,      "internal", "eval-server",   "--socket",
-                                   socket.string(), "--python", python.string(), "--identity",
-                                   id};
+  std::vector<std::string> args = {
+      exe,        "internal",      "eval-server", "--socket", socket.string(),
+      "--python", python.string(), "--identity",  id};
   std::vector<char*> argv;
   for (auto& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
@@ -180,8 +181,8 @@ std::optional<json> ask(const fs::path& socket, const std::string& request) {
 std::vector<json> answer(const json& response) {
   if (response.contains("error")) {
     const auto& e = response["error"];
-    throw Error(static_cast<ExitCode>(e.value("code", 1)), e.value("message", "the eval server failed"),
-                e.value("hint", ""));
+    throw Error(static_cast<ExitCode>(e.value("code", 1)),
+                e.value("message", "the eval server failed"), e.value("hint", ""));
   }
   return response.value("results", json::array()).get<std::vector<json>>();
 }
@@ -216,7 +217,8 @@ std::optional<std::vector<json>> evaluate_via_server(const EvalOptions& options,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  spdlog::warn("the eval server did not answer (log: {}.log); judging in this process", socket.string());
+  spdlog::warn("the eval server did not answer (log: {}.log); judging in this process",
+               socket.string());
   return std::nullopt;
 }
 
@@ -229,14 +231,16 @@ int run_eval_server(const fs::path& socket, const fs::path& python, const std::s
   address.sun_family = AF_UNIX;
   std::strncpy(address.sun_path, socket.c_str(), sizeof address.sun_path - 1);
   const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+  if (listener < 0 ||
+      ::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
       ::listen(listener, 16) != 0) {
     spdlog::error("eval server: cannot listen on {}: {}", socket.string(), std::strerror(errno));
     return 1;
   }
   std::signal(SIGPIPE, SIG_IGN);
   const long idle_s = std::strtol(env_or("MBLAST_EVAL_SERVER_IDLE_S", "900").c_str(), nullptr, 10);
-  spdlog::info("eval server {} listening on {} (idle limit {} s)", ::getpid(), socket.string(), idle_s);
+  spdlog::info("eval server {} listening on {} (idle limit {} s)", ::getpid(), socket.string(),
+               idle_s);
   std::unique_ptr<WorkerPool> pool;
   const auto prestart = static_cast<std::size_t>(
       std::max(1L, std::strtol(env_or("MBLAST_EVAL_SERVER_PRESTART", "2").c_str(), nullptr, 10)));
@@ -270,9 +274,13 @@ int run_eval_server(const fs::path& socket, const fs::path& python, const std::s
       for (auto& r : results) r["eval_server"] = {{"pid", ::getpid()}, {"request", served}};
       response = {{"results", results}};
     } catch (const Error& e) {
-      response = {{"error", {{"code", static_cast<int>(e.code())}, {"message", e.what()}, {"hint", e.hint()}}}};
+      response = {
+          {"error",
+           {{"code", static_cast<int>(e.code())}, {"message", e.what()}, {"hint", e.hint()}}}};
     } catch (const std::exception& e) {
-      response = {{"error", {{"code", 1}, {"message", std::string("eval server: ") + e.what()}, {"hint", ""}}}};
+      response = {
+          {"error",
+           {{"code", 1}, {"message", std::string("eval server: ") + e.what()}, {"hint", ""}}}};
     }
     write_all(client, response.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
     ::close(client);

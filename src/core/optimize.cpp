@@ -527,8 +527,9 @@ Evaluation Loop::write_and_judge(const std::string& stem, const std::string& sou
       stem, source, judge_.native() ? judge_.native_backend().extension() : ".py");
   evaluation.result = judge_.judge(evaluation.file, compile_baseline);
   if (evaluation.result.value("stopped_by_time_limit", false)) {
-    throw TimeLimitReached("the time limit of " + std::to_string(*options_.time_limit_minutes) +
-                           " min is spent (the evaluation in flight was stopped; --resume judges it)");
+    throw TimeLimitReached(
+        "the time limit of " + std::to_string(*options_.time_limit_minutes) +
+        " min is spent (the evaluation in flight was stopped; --resume judges it)");
   }
   evaluation.outcome = attempt_outcome(evaluation.result);
   evaluation.tokens = tokens;

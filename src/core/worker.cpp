@@ -32,16 +32,27 @@ constexpr std::size_t kExcerptBytes = 200;
 
 // The file system read-only, devices (GPUs) usable, a private /dev/shm; the worker's own scratch
 // folder and the hidden folders are added per worker (bwrap_prefix).
-const std::vector<std::string> kBwrap = {
-    "bwrap",      "--unshare-net", "--unshare-ipc", "--die-with-parent", "--ro-bind", "/", "/",
-    "--dev-bind", "/dev",          "/dev",          "--proc",            "/proc",     "--tmpfs",
-    "/dev/shm"};
+const std::vector<std::string> kBwrap = {"bwrap",
+                                         "--unshare-net",
+                                         "--unshare-ipc",
+                                         "--die-with-parent",
+                                         "--ro-bind",
+                                         "/",
+                                         "/",
+                                         "--dev-bind",
+                                         "/dev",
+                                         "/dev",
+                                         "--proc",
+                                         "/proc",
+                                         "--tmpfs",
+                                         "/dev/shm"};
 const std::vector<std::string> kUnshare = {"unshare", "-n", "--"};
 
 std::vector<std::string> bwrap_prefix(const WorkerConfig& config, const fs::path& scratch) {
   std::vector<std::string> argv = kBwrap;
   for (const auto& path : config.hidden) argv.insert(argv.end(), {"--tmpfs", path.string()});
-  if (!config.problem_cache.empty()) argv.insert(argv.end(), {"--tmpfs", config.problem_cache.string()});
+  if (!config.problem_cache.empty())
+    argv.insert(argv.end(), {"--tmpfs", config.problem_cache.string()});
   argv.insert(argv.end(), {"--bind", scratch.string(), scratch.string(), "--"});
   return argv;
 }
@@ -181,8 +192,8 @@ class ScratchDir {
   fs::path path_;
 };
 
-ProcessSpec worker_spec(const WorkerConfig& config, const std::string& sandbox,
-                        const fs::path& dir, int cache_fd) {
+ProcessSpec worker_spec(const WorkerConfig& config, const std::string& sandbox, const fs::path& dir,
+                        int cache_fd) {
   ProcessSpec spec;
   if (sandbox == "bwrap") spec.argv = bwrap_prefix(config, dir);
   if (sandbox == "unshare") spec.argv = kUnshare;
@@ -354,7 +365,8 @@ class PhaseClock {
       const auto allowance = std::chrono::duration_cast<Clock::duration>(
           limits_.base + std::chrono::duration<double, std::milli>(limits_.per_eager * eager_ms));
       std::array<char, 160> why{};
-      std::snprintf(why.data(), why.size(), "the candidate's limit (%.0f s + %.0f x eager's %.3g ms)",
+      std::snprintf(why.data(), why.size(),
+                    "the candidate's limit (%.0f s + %.0f x eager's %.3g ms)",
                     static_cast<double>(limits_.base.count()), limits_.per_eager, eager_ms);
       phase_deadline_ = Clock::now() + allowance;
       phase_what_ = why.data();
@@ -425,8 +437,8 @@ WorkerOutcome WorkerPool::call(const json& request, const CallLimits& limits) {
   const auto sent = Clock::now();
   PhaseClock clock(limits, sent);
   std::optional<json> response;
-  bool written =
-      child.write(request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", clock.deadline());
+  bool written = child.write(request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n",
+                             clock.deadline());
   if (written) child.close_stdin();  // one request per worker
   bool invalid = false;
   while (written && !response && !invalid) {

@@ -228,3 +228,52 @@ def test_sol_uses_the_tf32_peak_where_tf32_is_on() -> None:
     ceilings = DeviceCeilings(bandwidth_gbs=1e9, peak_tflops=50.0, peak_tflops_tf32=400.0)
     assert sol_ms(4e12, 0, ceilings) == pytest.approx(80.0)
     assert sol_ms(4e12, 0, ceilings, tf32=True) == pytest.approx(10.0)
+
+
+def _reference_models(model: torch.nn.Module) -> Any:
+    from mblast_worker.reference import ReferenceModels, pristine_copier
+
+    return ReferenceModels("problem.py", pristine_copier(model, lambda: model), lambda: None, torch.device("cpu"))
+
+
+def test_batch_chunked_reference_equals_the_whole_one() -> None:
+    from mblast_worker.facts import compare_streamed
+    from mblast_worker.reference import BATCH_CHUNKS, WHOLE, ReferencePlan, iter_reference
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.GELU())
+    x = torch.randn(10, 16)
+    models = _reference_models(model)
+    cand = model(x).detach()
+    whole = compare_streamed([cand], iter_reference(models, ReferencePlan(WHOLE), [x], 1), BASE, 1e-4)
+    plan = ReferencePlan(BATCH_CHUNKS, chunks=3, batch=10)
+    assert [sl for sl, _ in iter_reference(models, plan, [x], 1)] == [slice(0, 4), slice(4, 8), slice(8, 10)]
+    chunked = compare_streamed([cand], iter_reference(models, plan, [x], 1), BASE, 1e-4)
+    assert chunked[0].max_abs == pytest.approx(whole[0].max_abs, abs=1e-12)
+    assert chunked[0].rel_l2 == pytest.approx(whole[0].rel_l2, rel=1e-9)
+
+
+def test_separability_tells_per_sample_models_from_batch_statistics() -> None:
+    from types import SimpleNamespace
+
+    from mblast_worker.facts import _separable
+
+    torch.manual_seed(0)
+    x = torch.randn(8, 4, 6, 6)
+    per_sample = SimpleNamespace(models=_reference_models(torch.nn.Conv2d(4, 4, 3)))
+    batch_stats = SimpleNamespace(models=_reference_models(torch.nn.BatchNorm2d(4)))  # training mode
+    assert _separable(per_sample, [x], 8, 1)  # type: ignore[arg-type]
+    assert not _separable(batch_stats, [x], 8, 1)  # type: ignore[arg-type]
+    assert not _separable(per_sample, [x], 1, 1)  # type: ignore[arg-type]
+
+
+def test_state_snapshot_sees_an_in_place_change_without_copying() -> None:
+    from mblast_worker.tensors import changed_state, state_snapshot
+
+    model = torch.nn.Linear(4, 4)
+    snap = state_snapshot(model)
+    assert changed_state(model, snap) == []
+    with torch.no_grad():
+        w = model.weight.view(-1)
+        w[0], w[1] = w[1].clone(), w[0].clone()  # values only move: sums stay, positions do not
+    assert changed_state(model, snap) == ["weight"]

@@ -38,6 +38,8 @@ def evaluate(s: Session) -> None:
             if v.error_kind in ("shape", "dtype", "cheat"):
                 break
         mutation_flags(s, v)
+    if s.device.type == "cuda":
+        torch.cuda.empty_cache()  # before timing's allocations: see stale._release
     if v.error_kind not in ("shape", "dtype"):
         _after_trials(s, v)
     _finish(s, v)

@@ -25,7 +25,7 @@ from .opsrec import record_ops
 from .reference import (BATCH_CHUNKS, CPU, WHOLE, ReferenceModels, ReferencePlan, batch_size, iter_reference,
                         split_batch)
 from .response import OutputSpec
-from .tensors import clone_all, digest, dtype_name, flat_tensors, nbytes
+from .tensors import changed_state, clone_all, digest, dtype_name, flat_tensors, nbytes, state_snapshot
 
 FACTS_VERSION = "2"
 # Stored float64 references per seed, at most (MBLAST_REFERENCE_CACHE_MAX_MB); larger ones are
@@ -35,6 +35,7 @@ MAX_CACHED_REFERENCE_BYTES = int(os.environ.get("MBLAST_REFERENCE_CACHE_MAX_MB",
 # device (it needs about twice what eager needs, beside the fp32 model and tensors).
 WHOLE_LIMIT_BYTES = 512 * 2**20
 CHUNK_TARGET_BYTES = 1 * 2**30  # float64 work per batch slice
+READ_BYTES_PER_S = 1e9  # a stored reference read back, about (torch.load from the page cache)
 SEPARABLE_REL = 1e-9  # float64 results of a sample alone and within a batch agree to this
 
 
@@ -163,7 +164,9 @@ def choose_plan(side: ProblemSide, facts: ProblemFacts, inputs: List[Any], seed:
     in batch slices when the model treats samples apart and its float64 copy fits beside the two
     fp32 models (parameters light against the data); else on the host."""
     p, i, o = facts.param_bytes, facts.input_bytes, facts.output_bytes
-    if side.device.type != "cuda" or p + i + o <= WHOLE_LIMIT_BYTES:
+    # The float64 copies (2P for the model, 2I, 2O) beside the two fp32 models: within the budget's
+    # gigabyte of slack when 2P + I + O is small.
+    if side.device.type != "cuda" or 2 * p + i + o <= WHOLE_LIMIT_BYTES:
         return ReferencePlan(WHOLE)
     batch = batch_size(inputs)
     if 2 * p <= i + o + WHOLE_LIMIT_BYTES and _separable(side, inputs, batch, seed):
@@ -199,15 +202,20 @@ def seed_facts(side: ProblemSide, facts: ProblemFacts, inputs: List[Any], seed: 
     when it is small enough."""
     eager = side.call_eager(clone_all(inputs) if facts.ref_mutated_inputs else inputs, seed)
     size = sum(o.numel() * 8 for o in eager)
-    cacheable = cache is not None and size <= MAX_CACHED_REFERENCE_BYTES
-    if cache is not None and not cacheable:
+    fits = cache is not None and size <= MAX_CACHED_REFERENCE_BYTES
+    if cache is not None and not fits:
         note = (f"reference not cached: {size / 2**20:.0f} MiB per seed is over the "
                 f"{MAX_CACHED_REFERENCE_BYTES // 2**20} MiB limit (MBLAST_REFERENCE_CACHE_MAX_MB); recomputed per trial")
         if note not in facts.notes:
             facts.notes.append(note)
-    keep: Optional[List[List[torch.Tensor]]] = [[] for _ in eager] if cacheable else None
+    keep: Optional[List[List[torch.Tensor]]] = [[] for _ in eager] if fits else None
+    t0 = time.perf_counter()
     diffs = compare_streamed(eager, iter_reference(side.models, facts.plan, inputs, seed), Tol(1.0, 1.0), 1e-4,
                              keep=keep)
+    seconds = time.perf_counter() - t0
+    # Stored only where reading it back is faster than computing it again (on the device, a
+    # float64 elementwise or matrix problem recomputes faster than its file reads).
+    cacheable = fits and seconds >= size / READ_BYTES_PER_S
     if cacheable and cache is not None and keep is not None:
         cache.write_tensors(_ref_name(facts.key, seed), [torch.cat(p) if len(p) > 1 else p[0] for p in keep])
     return SeedFacts(
@@ -226,8 +234,7 @@ def _static_facts(side: ProblemSide, facts: ProblemFacts, seed: int) -> List[Any
     facts.input_bytes = sum(nbytes(t) for t in flat_tensors(inputs))
     facts.param_bytes = sum(nbytes(t) for t in side.ref_model.state_dict().values() if isinstance(t, torch.Tensor))
     before = digest(inputs)
-    state_before = {k: v.detach().clone() for k, v in side.ref_model.state_dict().items()
-                    if isinstance(v, torch.Tensor)}
+    state_before = state_snapshot(side.ref_model)
     eager = side.call_eager(inputs, seed)
     facts.outputs = [OutputSpec(list(t.shape), dtype_name(t.dtype)) for t in eager]
     facts.output_bytes = sum(nbytes(t) for t in eager)
@@ -235,9 +242,7 @@ def _static_facts(side: ProblemSide, facts: ProblemFacts, seed: int) -> List[Any
     facts.min_bytes = min_bytes(inputs, side.ref_model, eager)
     after = digest(inputs)
     facts.ref_mutated_inputs = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
-    state_after = side.ref_model.state_dict()
-    facts.ref_changes_state = any(k in state_after and not torch.equal(state_after[k].detach(), v)
-                                  for k, v in state_before.items())
+    facts.ref_changes_state = bool(changed_state(side.ref_model, state_before))
     del eager, state_before
     if facts.ref_mutated_inputs:
         inputs = side.make_inputs(seed)

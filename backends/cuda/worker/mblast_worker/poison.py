@@ -80,10 +80,13 @@ class Poisoner:
     def _poison_cuda(self, value: float) -> None:
         guards.cuda_synchronize(self.device)
         free_bytes, _total = torch.cuda.mem_get_info(self.device)
-        size = min(int(free_bytes * 0.5), self.fresh_bytes, _CUDA_CAP_BYTES)
+        size = min(int(free_bytes * 0.5), self.fresh_bytes)
         if self.budget_bytes is not None:
-            # Room is left for the outputs the call is about to allocate.
-            size = min(size, self.budget_bytes - torch.cuda.memory_reserved(self.device) - self.fresh_bytes)
+            # The block goes back to the cache, where the call's outputs take it: it may use what
+            # the budget leaves beside the memory already reserved.
+            size = min(size, self.budget_bytes - torch.cuda.memory_reserved(self.device))
+        else:
+            size = min(size, _CUDA_CAP_BYTES)
         size = max(0, size) // 4 * 4
         if size > 0:
             try:

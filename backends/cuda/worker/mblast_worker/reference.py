@@ -96,6 +96,11 @@ class ReferenceModels:
             self._models[key] = model if on_cpu else model.to(self.device)
         return self._models[key]
 
+    def release(self) -> None:
+        """Drops the float64 model (rebuilt on the next run)."""
+        if self._models:
+            self._models.clear()
+
     def run(self, inputs: List[Any], seed: Optional[int], on_cpu: bool) -> List[torch.Tensor]:
         """One forward of the reference model on private copies of inputs; falls back to float32
         strict for good when float64 is not supported by an op."""

@@ -84,7 +84,7 @@ class Session:
     namespaces: NamespaceSnapshot
     poisoner: Poisoner
     inputs: Inputs
-    cand_state: Dict[str, torch.Tensor]
+    cand_state: Dict[str, List[List[float]]]
     param_names: Set[str]
     phases: Phases = field(default_factory=Phases)
     cand_changed_state: Set[str] = field(default_factory=set)
@@ -118,6 +118,7 @@ class Session:
                     resp.notes.extend(cache.errors)
                     cache.close()  # before candidate code: it must never reach the cache
         inputs.origin = facts.input_origin
+        side.models.release()  # rebuilt only if a trial must compute a reference again
         _release_device_memory(device)
         progress.report("prepared", eager_ms=facts.eager_ms)
 
@@ -251,9 +252,9 @@ def _spec_bytes(spec: OutputSpec) -> int:
 
 
 def _poison_block_bytes(facts: ProblemFacts) -> int:
-    """The fresh block poisoned before each candidate call, the size of its outputs, so that their
-    allocation lands in poison without raising the judge's footprint far above eager's."""
-    return int(min(2 << 30, max(64 << 20, facts.output_bytes)))
+    """The fresh block poisoned before each candidate call, the size of its outputs (the poisoner
+    keeps it within the budget), so that their allocation lands in poison."""
+    return int(max(64 << 20, facts.output_bytes))
 
 
 def _release_device_memory(device: torch.device) -> None:

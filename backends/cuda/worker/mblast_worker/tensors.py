@@ -5,6 +5,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 import torch
 
 Span = Tuple[int, int]
+DIGEST_CHUNK: int = 1 << 22
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -47,17 +48,22 @@ def upcast(values: List[Any], dtype: torch.dtype) -> List[Any]:
 
 
 def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Bitwise-style equality where NaN equals NaN; shapes and strides must agree too."""
+    """Bitwise-style equality where NaN equals NaN; shapes and strides must agree too. Compared in
+    chunks where NaNs force an element-wise pass, so that no full-size mask is made."""
     if a.shape != b.shape or a.dtype != b.dtype or a.stride() != b.stride():
         return False
     if a.numel() == 0:
         return True
     if torch.equal(a, b):  # one fast pass; false when there is any NaN, so check those below
         return True
-    if a.is_floating_point() or a.is_complex():
-        eq = (a == b) | (torch.isnan(a) & torch.isnan(b))
-        return bool(eq.all())
-    return bool(torch.equal(a, b))
+    if not (a.is_floating_point() or a.is_complex()):
+        return False
+    x, y = a.reshape(-1), b.reshape(-1)
+    for start in range(0, x.numel(), DIGEST_CHUNK):
+        p, q = x[start:start + DIGEST_CHUNK], y[start:start + DIGEST_CHUNK]
+        if not bool(((p == q) | (torch.isnan(p) & torch.isnan(q))).all()):
+            return False
+    return True
 
 
 def storage_span(t: torch.Tensor) -> Optional[Span]:
@@ -101,9 +107,6 @@ def nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
-DIGEST_CHUNK: int = 1 << 24
-
-
 def digest(values: Iterable[Any]) -> List[List[float]]:
     """Per tensor: sum, sum of squares and a position-weighted sum of its values, in float64 and in
     chunks (no full-size copy). Tells inputs apart, and shows an input changed in place, without
@@ -134,11 +137,12 @@ def unravel(flat_index: int, shape: Tuple[int, ...]) -> List[int]:
     return list(reversed(index))
 
 
-def state_snapshot(model: torch.nn.Module) -> Dict[str, torch.Tensor]:
-    return {k: v.detach().clone() for k, v in model.state_dict(keep_vars=True).items() if isinstance(v, torch.Tensor)}
+def state_snapshot(model: torch.nn.Module) -> Dict[str, List[List[float]]]:
+    """A digest of every parameter and buffer (no copy of them: a model's state can be as large as
+    eager's whole footprint)."""
+    return {k: digest([v]) for k, v in model.state_dict(keep_vars=True).items() if isinstance(v, torch.Tensor)}
 
 
-def changed_state(model: torch.nn.Module, snapshot: Dict[str, torch.Tensor]) -> List[str]:
+def changed_state(model: torch.nn.Module, snapshot: Dict[str, List[List[float]]]) -> List[str]:
     current = {k: v for k, v in model.state_dict(keep_vars=True).items() if isinstance(v, torch.Tensor)}
-    changed = [k for k, v in snapshot.items() if k not in current or not same_values(current[k].detach(), v)]
-    return changed
+    return [k for k, d in snapshot.items() if k not in current or digest([current[k].detach()]) != d]
