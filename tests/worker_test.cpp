@@ -251,6 +251,50 @@ TEST(WorkerTest, ServesConcurrentCalls) {
   for (const int done : completed) EXPECT_EQ(done, 1);
 }
 
+// The limits follow the worker's progress: after "primed", a minute-like base plus a multiple of
+// the eager time the worker reported; before it, the compile allowance.
+TEST(WorkerTest, ACandidatesLimitFollowsTheReferencesTime) {
+  testing::TempDir scratch;
+  WorkerPool pool(fake_config(scratch.path()));
+  CallLimits limits;
+  limits.base = seconds(1);
+  limits.per_eager = 1000;  // x 1 ms of eager: one more second
+  limits.compile = seconds(30);
+  const auto start = Clock::now();
+  const WorkerOutcome slow = pool.call({{"op", "progress"}, {"eager_ms", 1.0}}, limits);
+  EXPECT_FALSE(slow.completed);
+  EXPECT_GE(seconds_since(start), 2.0);
+  EXPECT_LT(seconds_since(start), 10.0);
+  ASSERT_TRUE(slow.eager_ms.has_value());
+  EXPECT_DOUBLE_EQ(*slow.eager_ms, 1.0);
+  EXPECT_NE(slow.failure.find("timed out after"), std::string::npos) << slow.failure;
+  EXPECT_NE(slow.failure.find("the candidate's limit (1 s + 1000 x eager's 1 ms)"),
+            std::string::npos)
+      << slow.failure;
+
+  const WorkerOutcome quick =
+      pool.call({{"op", "progress"}, {"eager_ms", 1.0}, {"then_sleep", 0.2}}, limits);
+  EXPECT_TRUE(quick.completed) << quick.failure;
+  EXPECT_EQ(quick.response, json({{"done", true}}));
+}
+
+TEST(WorkerTest, TheCompileAllowanceAndTheRunsDeadlineEndARequest) {
+  testing::TempDir scratch;
+  WorkerPool pool(fake_config(scratch.path()));
+  CallLimits limits;
+  limits.compile = seconds(1);
+  const WorkerOutcome compiling = pool.call({{"op", "progress"}, {"hang_in", "compile"}}, limits);
+  EXPECT_FALSE(compiling.completed);
+  EXPECT_NE(compiling.failure.find("the compile allowance (1.0 s)"), std::string::npos)
+      << compiling.failure;
+
+  CallLimits run_deadline;
+  run_deadline.until = Clock::now() + std::chrono::milliseconds(1500);
+  const WorkerOutcome stopped = pool.call({{"op", "progress"}, {"eager_ms", 1.0}}, run_deadline);
+  EXPECT_FALSE(stopped.completed);
+  EXPECT_EQ(stopped.limit, "the run's --time-limit");
+}
+
 TEST(WorkerTest, LeavesNoZombies) {
   testing::TempDir scratch;
   {

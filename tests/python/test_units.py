@@ -277,3 +277,16 @@ def test_state_snapshot_sees_an_in_place_change_without_copying() -> None:
         w = model.weight.view(-1)
         w[0], w[1] = w[1].clone(), w[0].clone()  # values only move: sums stay, positions do not
     assert changed_state(model, snap) == ["weight"]
+
+
+def test_candidate_and_eager_run_under_the_same_precision_unless_tf32_is_allowed() -> None:
+    """The 0.32x of a convolution problem judged against itself on the H200: the candidate ran with
+    cuDNN TF32 off while eager kept PyTorch's default (on)."""
+    from mblast_worker.guards import EAGER_DEFAULT_TF32, STRICT_FP32, precision_settings
+
+    cand, eager = precision_settings(strict=False, allow_tf32=False)
+    assert cand == eager == EAGER_DEFAULT_TF32
+    cand, eager = precision_settings(strict=True, allow_tf32=False)
+    assert cand == eager == STRICT_FP32
+    cand, eager = precision_settings(strict=False, allow_tf32=True)
+    assert eager == EAGER_DEFAULT_TF32 and cand.matmul and cand.cudnn
