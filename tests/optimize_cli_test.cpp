@@ -194,6 +194,32 @@ TEST_F(OptimizeCli, BudgetEndsTheRunCleanlyAndResumeCanRaiseIt) {
   EXPECT_EQ(summary["evaluations"], 3);
 }
 
+// The run's --time-limit stops the evaluation in flight (a candidate that never returns), ends
+// the run with status budget well before the candidate's own limit, and records no attempt for
+// it: a resumed run judges it again.
+TEST_F(OptimizeCli, TheTimeLimitStopsTheEvaluationInFlight) {
+  const fs::path out = dir_ / "run";
+  const auto started = std::chrono::steady_clock::now();
+  const auto result =
+      run_mblast(args("problems/relu_small.py", out,
+                      {"--iterations", "1", "--steps", "1", "--technique",
+                       "cuda/fuse-elementwise-into-producer", "--llm",
+                       "replay:" + source("fixtures/optimize/relu_actor_hangs.jsonl"),
+                       "--time-limit", "0.5", "--json"}),
+                 env());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto summary = nlohmann::json::parse(result.out);
+  EXPECT_EQ(summary["status"], "budget");
+  EXPECT_NE(summary.dump().find("evaluation in flight was stopped"), std::string::npos)
+      << summary.dump();
+  EXPECT_LT(seconds, 55.0);  // the candidate's own limit would be a minute and more
+  KnowledgeBase store(kb());
+  EXPECT_TRUE(store.query({.kind = "attempts", .task = "problems/relu_small"}).empty());
+  EXPECT_TRUE(testing::no_children_left());
+}
+
 TEST_F(OptimizeCli, TheDemoReplayCarriesTheBundledExamplesAndFinishes) {
   const fs::path root = MBLAST_SOURCE_DIR;
   auto read = [](const fs::path& path) {

@@ -185,7 +185,9 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
                   "techniques`)");
   cmd->add_option("--max-evaluations", c->max_evaluations, "Stop after this many evaluations")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--time-limit", c->time_limit, "Stop after this many minutes")
+  cmd->add_option("--time-limit", c->time_limit,
+                  "Stop after this many minutes; an evaluation still running then is stopped "
+                  "and judged again on --resume")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-tokens", c->max_tokens, "Stop once LLM tokens (in + out) reach this")
       ->check(CLI::PositiveNumber);
