@@ -1,6 +1,6 @@
 // Tensor bundles: made by the Python worker from a problem, read by the native runners, and the
 // comparison the judge applies to their outputs.
-#include "mblast/bundle.hpp"
+#include "native/bundle.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "mblast/cuda_build.hpp"
+#include "cuda/cuda_build.hpp"
 
 #include <sys/stat.h>
 

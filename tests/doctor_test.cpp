@@ -1,4 +1,4 @@
-#include "mblast/doctor.hpp"
+#include "cli/doctor.hpp"
 
 #include <stdlib.h>
 #include <unistd.h>

@@ -6,8 +6,9 @@
 #include <fstream>
 
 #include "mblast/error.hpp"
-#include "mblast/eval.hpp"
+#include "mblast/eval_options.hpp"
 #include "test_support.hpp"
+#include "native/native_eval.hpp"
 
 namespace mblast {
 namespace {

@@ -13,8 +13,8 @@
 
 #include <gtest/gtest.h>
 
-#include "mblast/bundle.hpp"
-#include "mblast/eval.hpp"
+#include "native/bundle.hpp"
+#include "mblast/eval_options.hpp"
 #include "rvv/rvv_native_backend.hpp"
 #include "rvv/rvv_runner.hpp"
 #include "rvv/rvv_sweep.hpp"

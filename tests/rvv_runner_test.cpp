@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "mblast/bundle.hpp"
+#include "native/bundle.hpp"
 #include "rvv/rvv_runner.hpp"
 #include "rvv/rvv_toolchain.hpp"
 #include "test_support.hpp"

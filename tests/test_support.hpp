@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "mblast/bundle.hpp"
+#include "native/bundle.hpp"
 #include "mblast/error.hpp"
 #include "mblast/process.hpp"
 

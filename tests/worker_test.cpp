@@ -1,4 +1,4 @@
-#include "mblast/worker.hpp"
+#include "cuda/worker_pool.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-#include "mblast/cuda_build.hpp"
+#include "cuda/cuda_build.hpp"
 
 #include <unistd.h>
 
@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "mblast/error.hpp"
-#include "mblast/kb.hpp"
+#include "mblast/support.hpp"
 #include "mblast/process.hpp"
 
 namespace mblast {

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mblast/bundle.hpp"
+#include "native/bundle.hpp"
 #include "opencl/cl.hpp"
 #include "opencl/opencl_candidate.hpp"
 

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <string>
 
-#include "mblast/bundle.hpp"
-#include "mblast/native.hpp"
+#include "native/bundle.hpp"
+#include "native/native_backend.hpp"
 
 namespace mblast::opencl {
 

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "mblast/bundle.hpp"
+#include "native/bundle.hpp"
 #include "mblast/error.hpp"
 #include "opencl/opencl_runner.hpp"
 

@@ -6,11 +6,12 @@
 #include <optional>
 
 #include "mblast/error.hpp"
-#include "mblast/eval.hpp"
+#include "mblast/eval_options.hpp"
 #include "opencl/opencl_backend.hpp"
 #include "opencl/opencl_candidate.hpp"
 #include "opencl/opencl_device.hpp"
 #include "opencl/workgroup_sweep.hpp"
+#include "native/native_eval.hpp"
 
 namespace mblast::opencl {
 

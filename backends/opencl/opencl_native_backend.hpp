@@ -7,8 +7,8 @@
 //   assemble   kernels.cl + launch.json, or one .cl file with its @launch plan
 #include <memory>
 
-#include "mblast/eval.hpp"
-#include "mblast/native.hpp"
+#include "mblast/eval_options.hpp"
+#include "native/native_backend.hpp"
 
 namespace mblast::opencl {
 

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mblast/bundle.hpp"
+#include "native/bundle.hpp"
 
 namespace mblast::opencl {
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mblast/bundle.hpp"
+#include "native/bundle.hpp"
 #include "opencl/opencl_backend.hpp"
 
 namespace mblast::opencl {

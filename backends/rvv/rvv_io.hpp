@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "mblast/bundle.hpp"
+#include "native/bundle.hpp"
 
 namespace mblast::rvv {
 

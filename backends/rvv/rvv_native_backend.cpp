@@ -8,9 +8,10 @@
 #include <sstream>
 
 #include "mblast/error.hpp"
-#include "mblast/eval.hpp"
+#include "mblast/eval_options.hpp"
 #include "rvv_runner.hpp"
 #include "rvv_sweep.hpp"
+#include "native/native_eval.hpp"
 
 namespace mblast::rvv {
 namespace {

@@ -7,8 +7,8 @@
 //   assemble   one .c file
 #include <memory>
 
-#include "mblast/eval.hpp"
-#include "mblast/native.hpp"
+#include "mblast/eval_options.hpp"
+#include "native/native_backend.hpp"
 
 namespace mblast::rvv {
 

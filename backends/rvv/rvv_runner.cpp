@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "mblast/error.hpp"
-#include "mblast/eval.hpp"
+#include "mblast/eval_options.hpp"
 #include "mblast/process.hpp"
 #include "mblast/remote.hpp"
 #include "rvv_cost_model.hpp"

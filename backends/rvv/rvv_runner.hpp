@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "mblast/bundle.hpp"
-#include "mblast/native.hpp"
+#include "native/bundle.hpp"
+#include "native/native_backend.hpp"
 
 namespace mblast {
 

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mblast/bundle.hpp"
-#include "mblast/native.hpp"
+#include "native/bundle.hpp"
+#include "native/native_backend.hpp"
 #include "rvv_runner.hpp"
 
 namespace mblast {

@@ -10,7 +10,7 @@
 
 #include "mblast/embedded.hpp"
 #include "mblast/error.hpp"
-#include "mblast/kb.hpp"
+#include "mblast/support.hpp"
 #include "mblast/process.hpp"
 #include "rvv_elf.hpp"
 

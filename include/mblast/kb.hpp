@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mblast/support.hpp"
+
 namespace mblast {
 
 namespace sql {
@@ -216,11 +218,5 @@ class KnowledgeBase {
 
 // $MBLAST_KB, else $XDG_DATA_HOME/mblast/kb.sqlite, else ~/.local/share/mblast/kb.sqlite.
 std::filesystem::path default_kb_path();
-
-// Current UTC time as ISO 8601 with milliseconds ("2026-11-29T16:09:51.123Z").
-std::string utc_now();
-
-// Lower-case hex SHA-256.
-std::string sha256_hex(std::string_view data);
 
 }  // namespace mblast

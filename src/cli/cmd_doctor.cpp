@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "cli/app.hpp"
-#include "mblast/doctor.hpp"
+#include "cli/doctor.hpp"
 
 namespace mblast::cli {
 

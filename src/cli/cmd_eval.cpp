@@ -11,10 +11,12 @@
 
 #include "cli/app.hpp"
 #include "mblast/error.hpp"
-#include "mblast/eval.hpp"
-#include "mblast/eval_server.hpp"
+#include "mblast/eval_options.hpp"
+#include "cuda/eval_server.hpp"
 #include "mblast/python.hpp"
-#include "mblast/worker.hpp"
+#include "cuda/worker_pool.hpp"
+#include "cuda/cuda_eval.hpp"
+#include "native/native_eval.hpp"
 
 namespace mblast::cli {
 

@@ -2,7 +2,7 @@
 //   opencl-run   runs one OpenCL candidate on tensor bundles (backends/opencl/opencl_child.hpp)
 //   eval-server  the eval server's loop (mblast/eval_server.hpp)
 #include "cli/app.hpp"
-#include "mblast/eval_server.hpp"
+#include "cuda/eval_server.hpp"
 #include "opencl/opencl_child.hpp"
 
 namespace mblast::cli {

@@ -6,6 +6,8 @@
 #include "mblast/kb.hpp"
 #include "mblast/process.hpp"
 #include "mblast/python.hpp"
+#include "cuda/cuda_eval.hpp"
+#include "native/native_eval.hpp"
 
 namespace mblast {
 

@@ -11,9 +11,9 @@
 
 #include "core/run_dir.hpp"
 #include "mblast/agents.hpp"
-#include "mblast/eval.hpp"
-#include "mblast/native.hpp"
-#include "mblast/worker.hpp"
+#include "mblast/eval_options.hpp"
+#include "native/native_backend.hpp"
+#include "cuda/worker_pool.hpp"
 
 namespace mblast {
 

@@ -14,6 +14,7 @@
 #include "core/optimize_support.hpp"
 #include "mblast/error.hpp"
 #include "mblast/python.hpp"
+#include "cuda/cuda_eval.hpp"
 
 namespace mblast {
 

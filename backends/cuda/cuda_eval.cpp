@@ -1,4 +1,4 @@
-#include "mblast/eval.hpp"
+#include "mblast/eval_options.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -11,12 +11,13 @@
 #include <utility>
 #include <vector>
 
-#include "mblast/cuda_build.hpp"
+#include "cuda/cuda_build.hpp"
 #include "mblast/error.hpp"
-#include "mblast/kb.hpp"
+#include "mblast/support.hpp"
 #include "mblast/process.hpp"
 #include "mblast/python.hpp"
-#include "mblast/worker.hpp"
+#include "cuda/worker_pool.hpp"
+#include "cuda/cuda_eval.hpp"
 
 namespace mblast {
 

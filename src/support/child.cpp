@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "spawn.hpp"
+#include "support/spawn.hpp"
 
 namespace mblast {
 namespace {

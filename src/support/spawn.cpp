@@ -1,4 +1,4 @@
-#include "spawn.hpp"
+#include "support/spawn.hpp"
 
 #include <fcntl.h>
 #include <sys/resource.h>

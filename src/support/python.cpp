@@ -8,7 +8,7 @@
 
 #include "mblast/embedded.hpp"
 #include "mblast/error.hpp"
-#include "mblast/eval.hpp"
+#include "mblast/eval_options.hpp"
 #include "mblast/kb.hpp"
 #include "mblast/process.hpp"
 

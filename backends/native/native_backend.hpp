@@ -1,6 +1,6 @@
 #pragma once
 // What a native backend (OpenCL, RVV) hands the judge after running one candidate on a problem's
-// tensor bundles. The judge (src/core/native_eval.cpp) compares the outputs with the bundles'
+// tensor bundles. The judge (native_eval.cpp) compares the outputs with the bundles'
 // expected outputs and builds the same result JSON as `mblast eval` on CUDA.
 #include <filesystem>
 #include <memory>
@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mblast/bundle.hpp"
+#include "native/bundle.hpp"
 
 namespace mblast {
 

@@ -1,4 +1,4 @@
-#include "mblast/bundle.hpp"
+#include "native/bundle.hpp"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "mblast/error.hpp"
-#include "mblast/kb.hpp"
+#include "mblast/support.hpp"
 #include "mblast/process.hpp"
 #include "mblast/python.hpp"
 

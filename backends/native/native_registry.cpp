@@ -1,7 +1,7 @@
 // The native backends by name (DESIGN.md §5): only lowering and measurement differ per target.
 #include "mblast/error.hpp"
-#include "mblast/eval.hpp"
-#include "mblast/native.hpp"
+#include "mblast/eval_options.hpp"
+#include "native/native_backend.hpp"
 #include "opencl/opencl_native_backend.hpp"
 #include "rvv/rvv_native_backend.hpp"
 

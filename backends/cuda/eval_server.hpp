@@ -19,7 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mblast/eval.hpp"
+#include "cuda/cuda_eval.hpp"
+#include "mblast/eval_options.hpp"
 
 namespace mblast {
 

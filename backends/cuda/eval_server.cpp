@@ -1,4 +1,4 @@
-#include "mblast/eval_server.hpp"
+#include "cuda/eval_server.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -18,10 +18,11 @@
 #include <spdlog/spdlog.h>
 
 #include "mblast/error.hpp"
-#include "mblast/kb.hpp"
+#include "mblast/support.hpp"
 #include "mblast/process.hpp"
 #include "mblast/python.hpp"
-#include "mblast/worker.hpp"
+#include "cuda/worker_pool.hpp"
+#include "cuda/cuda_eval.hpp"
 
 extern char** environ;
 

@@ -4,8 +4,9 @@
 #include <algorithm>
 #include <chrono>
 
-#include "mblast/eval.hpp"
-#include "mblast/native.hpp"
+#include "mblast/eval_options.hpp"
+#include "native/native_backend.hpp"
+#include "native/native_eval.hpp"
 
 namespace mblast {
 

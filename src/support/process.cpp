@@ -10,7 +10,7 @@
 #include <cstdlib>
 
 #include "mblast/child.hpp"
-#include "spawn.hpp"
+#include "support/spawn.hpp"
 
 namespace mblast {
 

@@ -1,0 +1,48 @@
+#pragma once
+// Judging CUDA candidates (and plain PyTorch ones on the CPU): build (nvcc, cached), verify over
+// several seeds with the anti-cheat checks, time against the eager baseline, in the Python worker
+// (worker_pool.hpp). Used by `mblast eval` and by the CUDA backend of the loop.
+#include <filesystem>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cuda/worker_pool.hpp"
+#include "mblast/eval_options.hpp"
+
+namespace mblast {
+
+// The result object of DESIGN.md §8: correct, max_abs_err, max_rel_err, ref_ms, cand_ms, speedup,
+// flags, error, plus tolerance, timing, build and sandbox details, the worker's phase_seconds,
+// and build_seconds (its CUDA builds), eval_seconds (from taking a worker to its answer) and
+// worker_wait_seconds (the part of eval_seconds spent waiting for the worker's ready line).
+// Throws mblast::Error (exit 2) when the problem itself is unusable; a bad candidate is a
+// result, not an exception.
+nlohmann::json evaluate(const EvalOptions& options, WorkerPool& workers);
+
+// Judges several candidates of options.problem (options.candidate is ignored) with one pool,
+// results in the order given. The CUDA sources of all candidates are compiled first, in
+// parallel, while the pool's first worker starts; the device ceilings are looked up once; with
+// one worker pre-started, each candidate after the first finds a ready worker, so Python and
+// CUDA start-up stay out of its latency. Throws as evaluate() does.
+// keep_prestarted: a worker stays started ahead after the last candidate too (the eval server).
+std::vector<nlohmann::json> evaluate_all(const EvalOptions& options,
+                                         const std::vector<std::filesystem::path>& candidates,
+                                         WorkerPool& workers, bool keep_prestarted = false);
+
+// {"count", "correct", "p50_s", "p90_s"} over the results' build_seconds + eval_seconds
+// (linear interpolation between ranks; null when there are no results).
+nlohmann::json latency_summary(const std::vector<nlohmann::json>& results);
+
+// Writes `candidate` as a self-contained KernelBench ModelNew file: a fast-route candidate
+// (mblast_cuda.load) is rewritten to compile its CUDA with load_inline; any other candidate is
+// already one and is copied. Throws mblast::Error when the export fails.
+void export_kernelbench(const std::filesystem::path& candidate, const std::filesystem::path& out,
+                        const std::filesystem::path& python);
+
+// The worker configuration for judging with `options` under `python` (a Python with PyTorch):
+// the worker package, the device, per-worker scratch folders and the CUDA build cache.
+// options.cache_dir must be set.
+WorkerConfig eval_worker_config(const EvalOptions& options, const std::filesystem::path& python);
+
+}  // namespace mblast

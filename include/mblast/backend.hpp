@@ -1,0 +1,121 @@
+#pragma once
+// One target of the loop (DESIGN.md §3): a backend builds a candidate (an artifact, or the error
+// text that stopped it), then verifies, measures and profiles it — the CUDA backend serves those
+// three from one worker request, so that reference and candidate stay interleaved in one
+// process. Results are typed (EvalResult); failures are data in them, not exceptions.
+//
+// The registry holds one row per backend with its traits; the CLI, option checks, prompt formats
+// and the loop ask it, never a backend's name. Adding a backend is adding a row.
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "mblast/eval_options.hpp"
+#include "mblast/eval_result.hpp"
+
+namespace mblast {
+
+// The file an agent writes, as the prompts describe it.
+struct AnswerFile {
+  std::string name;      // "model_new.py", "kernels.cl", "launch.json", "kernel.c"
+  std::string language;  // code fence language: python, opencl, json, c
+};
+
+// How agents are told to write candidates for a backend (prompts/<rules_prompt>.md).
+struct AgentFormat {
+  std::string rules_prompt;
+  std::string title;                // "custom CUDA kernels", "plain PyTorch", ...
+  std::vector<AnswerFile> outputs;  // main file first
+  bool custom_kernels = true;       // false: the candidate is plain PyTorch
+  bool python_candidate = true;     // a Python file defining ModelNew
+};
+
+// What the loop and the CLI know of a backend without running it.
+struct BackendTraits {
+  std::string name;                 // "cuda" | "opencl" | "rvv"
+  std::string title;                // for --help
+  std::string candidate_extension;  // ".py", ".cl", ".c"
+  std::string default_device;       // "cuda"; "" lets the backend choose
+  std::string devices_help;         // what --device takes
+  // Its built-ins tune a kernel (so they need a candidate first) rather than wrap a model.
+  bool builtins_need_a_candidate = false;
+  // Baselines the reference is measured against: "eager" (and "compile"), or native ones.
+  bool native = false;
+  std::function<AgentFormat(const std::string& device)> agent_format;
+  // Throws input_error when the device is not one this backend takes.
+  std::function<void(const std::string& device)> check_device;
+};
+
+// A candidate built and ready to judge: the file, and whatever building it recorded.
+struct Artifact {
+  std::filesystem::path candidate;
+  nlohmann::json builds = nlohmann::json::array();  // per build step: key, ok, cached, seconds
+  double build_seconds = 0;
+  std::optional<std::string> error;  // the compiler's log when the build failed
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const BackendTraits& traits() const = 0;
+
+  // The reference as the run's baseline: correct, ref_ms or ref_cost, the baselines, the
+  // reference's signature and the hardware that ran it.
+  virtual EvalResult baseline() = 0;
+  // The hardware id for the KB, from the baseline's result.
+  virtual std::string hardware(const EvalResult& baseline) = 0;
+
+  virtual Artifact build(const std::filesystem::path& candidate) = 0;
+  // Verify, measure and profile a built candidate (a failed build yields its compile error).
+  virtual EvalResult evaluate(const Artifact& artifact) = 0;
+  EvalResult judge(const std::filesystem::path& candidate) { return evaluate(build(candidate)); }
+
+  // One candidate file from the files an agent wrote (name -> text). Throws input_error when
+  // they do not make one.
+  virtual std::string assemble(const std::vector<std::pair<std::string, std::string>>& files) = 0;
+  // The source of built-in technique `transform` applied to `current` (the problem itself when
+  // current_is_reference); nullopt, with why, when it finds nothing to change.
+  struct Builtin {
+    std::optional<std::string> source;
+    std::string why_not;
+  };
+  virtual Builtin builtin(const std::string& transform, const std::filesystem::path& current,
+                          bool current_is_reference) = 0;
+  // Writes the best candidate in the form its users' harness takes (KernelBench's ModelNew for
+  // CUDA); false when the backend has none.
+  virtual bool export_for_harness(const std::filesystem::path& best,
+                                  const std::filesystem::path& out) = 0;
+
+  // Evaluations still running at `until` are stopped (their result says stopped_by_time_limit).
+  virtual void set_deadline(std::chrono::steady_clock::time_point until) = 0;
+  // No worker is started ahead any more (the run is ending).
+  virtual void stop_prestarting() {}
+};
+
+// What a backend is made from: the judging options, and the Python with PyTorch that computes
+// references (every backend's references come from the PyTorch problem).
+struct BackendContext {
+  EvalOptions options;
+  std::filesystem::path python;
+  std::size_t prestarted = 1;  // workers kept started ahead (CUDA)
+};
+
+struct BackendRow {
+  BackendTraits traits;
+  std::function<std::unique_ptr<Backend>(const BackendContext&)> make;
+};
+
+// Every backend, in the order --help lists them.
+const std::vector<BackendRow>& backend_registry();
+// The row named `name`; throws input_error listing the names for any other.
+const BackendRow& backend_row(std::string_view name);
+// "cuda, opencl or rvv".
+std::string backend_names(std::string_view last_separator = " or ");
+
+}  // namespace mblast

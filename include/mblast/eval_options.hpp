@@ -1,0 +1,43 @@
+#pragma once
+// How to judge candidates of one problem: the backend, the device, the trials, the precision
+// policy, timing and limits. Shared by `mblast eval`, the loop and every backend.
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace mblast {
+
+struct EvalOptions {
+  std::filesystem::path problem;
+  std::filesystem::path candidate;
+  std::string backend = "cuda";
+  std::string device = "cuda";  // "cuda", "cuda:N" or "cpu"
+  int seeds = 5;                // verification trials, each with fresh inputs
+  std::uint64_t seed = 1;       // trial seeds are seed, seed+1, ...
+  double atol = 1e-4;
+  double rtol = 1e-4;
+  std::string tolerance_policy = "eager-widened";  // or "strict"
+  bool allow_tf32 = false;
+  bool timing = true;
+  int timing_runs = 100;          // at most; CUDA times fewer where they would exceed about 0.4 s
+  bool compile_baseline = false;  // also time torch.compile of the reference
+  bool profile = false;  // profile signatures of candidate and reference (PyTorch profiler)
+  // A candidate's limit (CallLimits): 0 derives it from the reference (a minute plus 1000 x
+  // eager's time, after compile_timeout for its import and first call); else this caps each
+  // worker request in all.
+  std::chrono::seconds timeout{0};
+  std::chrono::seconds compile_timeout{300};
+  std::optional<std::chrono::steady_clock::time_point> until;  // a run's --time-limit
+  std::filesystem::path cache_dir;  // reference outputs and CUDA builds; empty: ~/.cache/mblast
+  int rvv_vlen = 256;               // RVV: the vector length QEMU emulates, in bits
+  std::string remote;               // OpenCL: run on this target (mblast/remote.hpp); empty: here
+  std::string remote_mblast = "mblast";  // the mblast binary on a ssh or adb target
+  std::string remote_prefix;  // RVV on a remote target: run the executable through this command
+};
+
+// The cache folder used when EvalOptions::cache_dir is empty.
+std::filesystem::path default_cache_dir();
+
+}  // namespace mblast

@@ -1,0 +1,168 @@
+#include "mblast/eval_result.hpp"
+
+#include <array>
+#include <utility>
+
+namespace mblast {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::pair<ErrorKind, std::string_view>, 13> kKinds = {{
+    {ErrorKind::compile, "compile"},
+    {ErrorKind::candidate_load, "candidate_load"},
+    {ErrorKind::candidate_runtime, "candidate_runtime"},
+    {ErrorKind::timeout, "timeout"},
+    {ErrorKind::crash, "crash"},
+    {ErrorKind::shape, "shape"},
+    {ErrorKind::dtype, "dtype"},
+    {ErrorKind::nan_inf, "nan_inf"},
+    {ErrorKind::mismatch, "mismatch"},
+    {ErrorKind::cheat, "cheat"},
+    {ErrorKind::task, "task"},
+    {ErrorKind::skipped, "skipped"},
+    {ErrorKind::none, ""},
+}};
+
+// The fields with a typed member; everything else goes to `extra`.
+constexpr std::array<std::string_view, 22> kTyped = {"correct",     "max_abs_err",
+                                                     "max_rel_err", "ref_ms",
+                                                     "cand_ms",     "speedup",
+                                                     "ref_cost",    "cand_cost",
+                                                     "compile_ms",  "speedup_vs_compile",
+                                                     "flags",       "error",
+                                                     "error_kind",  "speedup_baseline",
+                                                     "baselines",   "tolerance",
+                                                     "signature",   "err_location",
+                                                     "device_name", "torch_version",
+                                                     "judged_at",   "stopped_by_time_limit"};
+
+std::optional<double> number(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::string text(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+json value(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it == j.end() ? json() : *it;
+}
+
+json or_null(const std::optional<double>& v) { return v ? json(*v) : json(); }
+
+}  // namespace
+
+std::string_view to_string(ErrorKind kind) {
+  for (const auto& [k, name] : kKinds) {
+    if (k == kind) return name;
+  }
+  return "other";
+}
+
+ErrorKind error_kind_from(std::string_view name) {
+  for (const auto& [k, n] : kKinds) {
+    if (n == name) return k;
+  }
+  return ErrorKind::other;
+}
+
+EvalResult EvalResult::from_json(const json& j) {
+  EvalResult r;
+  if (!j.is_object()) return r;
+  r.correct = j.value("correct", false);
+  r.max_abs_err = number(j, "max_abs_err");
+  r.max_rel_err = number(j, "max_rel_err");
+  r.ref_ms = number(j, "ref_ms");
+  r.cand_ms = number(j, "cand_ms");
+  r.speedup = number(j, "speedup");
+  r.ref_cost = number(j, "ref_cost");
+  r.cand_cost = number(j, "cand_cost");
+  r.compile_ms = number(j, "compile_ms");
+  r.speedup_vs_compile = number(j, "speedup_vs_compile");
+  for (const auto& flag : value(j, "flags")) {
+    if (flag.is_string()) r.flags.push_back(flag.get<std::string>());
+  }
+  if (const auto e = value(j, "error"); e.is_string()) r.error = e.get<std::string>();
+  r.error_kind_name = text(j, "error_kind");
+  r.error_kind = r.error_kind_name.empty() ? ErrorKind::none : error_kind_from(r.error_kind_name);
+  r.speedup_baseline = text(j, "speedup_baseline");
+  r.baselines = value(j, "baselines");
+  r.tolerance = value(j, "tolerance");
+  r.signature = value(j, "signature");
+  r.err_location = value(j, "err_location");
+  r.device_name = text(j, "device_name");
+  r.torch_version = text(j, "torch_version");
+  r.judged_at = text(j, "judged_at");
+  r.stopped_by_time_limit = j.value("stopped_by_time_limit", false);
+  for (const auto& [key, v] : j.items()) {
+    bool typed = false;
+    for (const auto name : kTyped) typed = typed || key == name;
+    if (!typed) r.extra[key] = v;
+  }
+  return r;
+}
+
+json EvalResult::to_json() const {
+  json j = extra.is_object() ? extra : json::object();
+  j["correct"] = correct;
+  j["max_abs_err"] = or_null(max_abs_err);
+  j["max_rel_err"] = or_null(max_rel_err);
+  j["ref_ms"] = or_null(ref_ms);
+  j["cand_ms"] = or_null(cand_ms);
+  j["speedup"] = or_null(speedup);
+  j["flags"] = flags;
+  j["error"] = error ? json(*error) : json();
+  j["error_kind"] = error_kind == ErrorKind::none
+                        ? json()
+                        : json(error_kind == ErrorKind::other ? error_kind_name
+                                                              : std::string(to_string(error_kind)));
+  // The optional fields appear where they have something to say.
+  if (ref_cost) j["ref_cost"] = *ref_cost;
+  if (cand_cost) j["cand_cost"] = *cand_cost;
+  if (compile_ms) j["compile_ms"] = *compile_ms;
+  if (speedup_vs_compile) j["speedup_vs_compile"] = *speedup_vs_compile;
+  if (!speedup_baseline.empty()) j["speedup_baseline"] = speedup_baseline;
+  if (!baselines.is_null()) j["baselines"] = baselines;
+  if (!tolerance.is_null()) j["tolerance"] = tolerance;
+  if (!signature.is_null()) j["signature"] = signature;
+  if (!err_location.is_null()) j["err_location"] = err_location;
+  if (!device_name.empty()) j["device_name"] = device_name;
+  if (!torch_version.empty()) j["torch_version"] = torch_version;
+  if (!judged_at.empty()) j["judged_at"] = judged_at;
+  if (stopped_by_time_limit) j["stopped_by_time_limit"] = true;
+  return j;
+}
+
+EvalResult EvalResult::failure(ErrorKind kind, std::string error) {
+  EvalResult r;
+  r.error_kind = kind;
+  r.error = std::move(error);
+  return r;
+}
+
+std::string EvalResult::outcome() const {
+  if (correct) return "correct";
+  switch (error_kind) {
+    case ErrorKind::compile:
+    case ErrorKind::candidate_load:
+      return "compile_error";
+    case ErrorKind::timeout:
+      return "timeout";
+    case ErrorKind::cheat:
+      return "cheat";
+    case ErrorKind::crash:
+    case ErrorKind::candidate_runtime:
+      return "runtime_error";
+    case ErrorKind::skipped:
+      return "skipped";
+    default:
+      return "incorrect";
+  }
+}
+
+}  // namespace mblast
