@@ -13,6 +13,7 @@
 
 #include "agents/critic_edits.hpp"
 #include "mblast/agents.hpp"
+#include "mblast/backend.hpp"
 #include "mblast/embedded.hpp"
 #include "mblast/kb.hpp"
 #include "test_support.hpp"
@@ -167,8 +168,17 @@ TechniqueRow golden_technique() {
   return technique;
 }
 
+// The backend's candidate format, as the loop gives the agents one.
+template <typename Context>
+void use_backend(Context& c, const std::string& backend, const std::string& device = "cuda") {
+  c.backend = backend;
+  c.device = device;
+  c.format = backend_row(backend).traits.agent_format(device);
+}
+
 ActorContext golden_actor() {
   ActorContext c;
+  use_backend(c, "cuda");
   c.task = "level2/gemm_gelu_affine";
   c.problem_source = kProblem;
   c.hardware = "NVIDIA H200";
@@ -234,6 +244,7 @@ Remark: The warnings can be suppressed with "-diag-suppress <warning-number>"
 
 FixContext golden_fix() {
   FixContext c;
+  use_backend(c, "cuda");
   c.task = "level2/gemm_gelu_affine";
   c.problem_source = kProblem;
   c.hardware = "NVIDIA H200";
@@ -294,7 +305,7 @@ TEST_F(AgentsGolden, ActorOnCpuFromReference) {
   ActorContext c;
   c.task = "level1/relu_small";
   c.problem_source = kProblem;
-  c.device = "cpu";
+  use_backend(c, "cuda", "cpu");
   c.hardware = "x86-64 CPU";
   c.current.time_ms = 0.25;
   c.current.baseline_ms = 0.25;
@@ -311,7 +322,7 @@ TEST_F(AgentsGolden, ActorOnCpuFromReference) {
 
 TEST_F(AgentsGolden, ActorOpenCl) {
   ActorContext c = golden_actor();
-  c.backend = "opencl";
+  use_backend(c, "opencl");
   c.hardware = "PoCL CPU";
   c.similar.clear();
   c.past_attempts.clear();
@@ -391,14 +402,17 @@ TEST(AgentsPrompts, OverrideFolderReplacesSingleFiles) {
 }
 
 TEST(AgentsPrompts, UnknownBackendIsBadInput) {
-  ActorContext c = golden_actor();
-  c.backend = "metal";
   try {
-    render_actor(c);
+    backend_row("metal");
     FAIL() << "no error";
   } catch (const Error& error) {
     EXPECT_EQ(error.code(), ExitCode::bad_input);
+    EXPECT_NE(std::string(error.what()).find("metal"), std::string::npos);
+    EXPECT_NE(error.hint().find("cuda, opencl or rvv"), std::string::npos) << error.hint();
   }
+  ActorContext c = golden_actor();
+  c.format = {};  // a context whose backend gave it no candidate format
+  EXPECT_THROW(render_actor(c), Error);
 }
 
 // ---- Parsing ----
@@ -621,7 +635,7 @@ TEST(AgentsRun, OpenClCandidateHasTwoFiles) {
       {"```opencl file=kernels.cl\n__kernel void k() {}\n```\n```json file=launch.json\n"
        "{\"launches\": []}\n```\n"});
   ActorContext actor = golden_actor();
-  actor.backend = "opencl";
+  use_backend(actor, "opencl");
   auto result = run_actor(llm, actor);
   ASSERT_EQ(result.files.size(), 2u);
   EXPECT_EQ(result.files[0].file, "kernels.cl");

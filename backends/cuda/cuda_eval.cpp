@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "cuda/cuda_build.hpp"
+#include "cuda/cuda_eval.hpp"
+#include "cuda/worker_pool.hpp"
 #include "mblast/error.hpp"
-#include "mblast/support.hpp"
 #include "mblast/process.hpp"
 #include "mblast/python.hpp"
-#include "cuda/worker_pool.hpp"
-#include "cuda/cuda_eval.hpp"
+#include "mblast/support.hpp"
 
 namespace mblast {
 
@@ -236,6 +236,10 @@ CallLimits call_limits(const EvalOptions& options) {
   return limits;
 }
 
+fs::path resolved_cache_dir(const EvalOptions& options) {
+  return fs::absolute(options.cache_dir.empty() ? default_cache_dir() : options.cache_dir);
+}
+
 // Sends one built candidate to a worker and folds the answer into its result.
 void judge(const EvalOptions& options, Pending& item, const fs::path& cache_dir,
            const nlohmann::json& ceilings, WorkerPool& workers) {
@@ -282,14 +286,6 @@ void judge(const EvalOptions& options, Pending& item, const fs::path& cache_dir,
   }
 }
 
-double percentile(std::vector<double> values, double q) {
-  std::sort(values.begin(), values.end());
-  const double pos = q * static_cast<double>(values.size() - 1);
-  const auto lo = static_cast<std::size_t>(pos);
-  const auto hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
-}
-
 }  // namespace
 
 std::vector<nlohmann::json> evaluate_all(const EvalOptions& options,
@@ -302,8 +298,7 @@ std::vector<nlohmann::json> evaluate_all(const EvalOptions& options,
   }
   read_file(options.problem, "problem");
   if (options.seeds < 1) throw input_error("--seeds must be at least 1");
-  const fs::path cache_dir =
-      fs::absolute(options.cache_dir.empty() ? default_cache_dir() : options.cache_dir);
+  const fs::path cache_dir = resolved_cache_dir(options);
 
   // The pool started its first worker when it was made: it imports while nvcc runs here.
   if (options.backend == "cuda" && is_cuda_device(options.device))
@@ -328,20 +323,39 @@ nlohmann::json evaluate(const EvalOptions& options, WorkerPool& workers) {
   return evaluate_all(options, {options.candidate}, workers).front();
 }
 
-nlohmann::json latency_summary(const std::vector<nlohmann::json>& results) {
-  std::vector<double> seconds;
-  int correct = 0;
-  for (const auto& r : results) {
-    seconds.push_back(r.value("build_seconds", 0.0) + r.value("eval_seconds", 0.0));
-    correct += r.value("correct", false) ? 1 : 0;
+Artifact build_artifact(const EvalOptions& options, const fs::path& candidate) {
+  std::vector<Pending> pending;
+  pending.push_back(
+      {candidate, read_file(candidate, "candidate"), empty_result(options, candidate), 0.0});
+  if (options.backend == "cuda" && is_cuda_device(options.device)) {
+    build_cuda(pending, resolved_cache_dir(options) / "cuda");
   }
-  nlohmann::json summary = {
-      {"count", results.size()}, {"correct", correct}, {"p50_s", nullptr}, {"p90_s", nullptr}};
-  if (!seconds.empty()) {
-    summary["p50_s"] = percentile(seconds, 0.5);
-    summary["p90_s"] = percentile(seconds, 0.9);
+  Artifact artifact;
+  artifact.candidate = candidate;
+  artifact.builds = pending.front().result.value("builds", nlohmann::json::array());
+  artifact.build_seconds = pending.front().build_seconds;
+  if (pending.front().result["error"].is_string()) {
+    artifact.error = pending.front().result["error"].get<std::string>();
   }
-  return summary;
+  return artifact;
+}
+
+nlohmann::json evaluate_artifact(const EvalOptions& options, const Artifact& artifact,
+                                 WorkerPool& workers) {
+  read_file(options.problem, "problem");
+  Pending item{
+      artifact.candidate, {}, empty_result(options, artifact.candidate), artifact.build_seconds};
+  item.result["builds"] = artifact.builds;
+  const fs::path cache_dir = resolved_cache_dir(options);
+  nlohmann::json ceilings;
+  if (artifact.error) {
+    item.result["error"] = *artifact.error;
+    item.result["error_kind"] = "compile";
+  } else {
+    ceilings = device_ceilings(options, cache_dir, workers);
+  }
+  judge(options, item, cache_dir, ceilings, workers);
+  return item.result;
 }
 
 WorkerConfig eval_worker_config(const EvalOptions& options, const fs::path& python) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cuda/worker_pool.hpp"
+#include "mblast/backend.hpp"
 #include "mblast/eval_options.hpp"
 
 namespace mblast {
@@ -30,9 +31,12 @@ std::vector<nlohmann::json> evaluate_all(const EvalOptions& options,
                                          const std::vector<std::filesystem::path>& candidates,
                                          WorkerPool& workers, bool keep_prestarted = false);
 
-// {"count", "correct", "p50_s", "p90_s"} over the results' build_seconds + eval_seconds
-// (linear interpolation between ranks; null when there are no results).
-nlohmann::json latency_summary(const std::vector<nlohmann::json>& results);
+// One candidate's CUDA sources compiled (cached by content), for evaluate_artifact.
+Artifact build_artifact(const EvalOptions& options, const std::filesystem::path& candidate);
+// A built candidate judged by a worker of the pool (options.candidate is ignored); a failed
+// build gives its compile error without a worker.
+nlohmann::json evaluate_artifact(const EvalOptions& options, const Artifact& artifact,
+                                 WorkerPool& workers);
 
 // Writes `candidate` as a self-contained KernelBench ModelNew file: a fast-route candidate
 // (mblast_cuda.load) is rewritten to compile its CUDA with load_inline; any other candidate is

@@ -61,8 +61,4 @@ class NativeBackend {
                                       const BundleSet& bundles) = 0;
 };
 
-struct EvalOptions;
-// The backend for options.backend ("opencl" or "rvv"); throws input_error for others.
-std::unique_ptr<NativeBackend> make_native_backend(const EvalOptions& options);
-
 }  // namespace mblast

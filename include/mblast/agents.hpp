@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mblast/agent_format.hpp"
 #include "mblast/error.hpp"
 #include "mblast/kb.hpp"
 #include "mblast/llm.hpp"
@@ -56,6 +57,7 @@ struct ActorContext {
   std::string problem_source;    // the KernelBench problem file
   std::string backend = "cuda";  // cuda | opencl | rvv
   std::string device = "cuda";   // "cpu" with backend cuda: plain PyTorch candidates
+  AgentFormat format;            // how to write the candidate: the backend's (BackendTraits)
   std::string hardware;          // e.g. "NVIDIA H200"
   std::string slot = "model";    // the operator or region chosen by the operator selector
   std::string slot_detail;       // what that slot covers, when it is not the whole model
@@ -92,6 +94,7 @@ struct FixContext {
   std::string problem_source;
   std::string backend = "cuda";
   std::string device = "cuda";
+  AgentFormat format;
   std::string hardware;
   std::optional<TechniqueRow> technique;  // what the failing candidate tried to apply
   std::string candidate_source;

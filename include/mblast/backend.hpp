@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,25 +17,12 @@
 #include <utility>
 #include <vector>
 
+#include "mblast/agent_format.hpp"
+#include "mblast/doctor.hpp"
 #include "mblast/eval_options.hpp"
 #include "mblast/eval_result.hpp"
 
 namespace mblast {
-
-// The file an agent writes, as the prompts describe it.
-struct AnswerFile {
-  std::string name;      // "model_new.py", "kernels.cl", "launch.json", "kernel.c"
-  std::string language;  // code fence language: python, opencl, json, c
-};
-
-// How agents are told to write candidates for a backend (prompts/<rules_prompt>.md).
-struct AgentFormat {
-  std::string rules_prompt;
-  std::string title;                // "custom CUDA kernels", "plain PyTorch", ...
-  std::vector<AnswerFile> outputs;  // main file first
-  bool custom_kernels = true;       // false: the candidate is plain PyTorch
-  bool python_candidate = true;     // a Python file defining ModelNew
-};
 
 // What the loop and the CLI know of a backend without running it.
 struct BackendTraits {
@@ -47,6 +35,7 @@ struct BackendTraits {
   bool builtins_need_a_candidate = false;
   // Baselines the reference is measured against: "eager" (and "compile"), or native ones.
   bool native = false;
+  std::string harness;  // the harness export_for_harness writes for ("KernelBench"); "": none
   std::function<AgentFormat(const std::string& device)> agent_format;
   // Throws input_error when the device is not one this backend takes.
   std::function<void(const std::string& device)> check_device;
@@ -65,19 +54,26 @@ class Backend {
   virtual ~Backend() = default;
   virtual const BackendTraits& traits() const = 0;
 
-  // The reference as the run's baseline: correct, ref_ms or ref_cost, the baselines, the
-  // reference's signature and the hardware that ran it.
-  virtual EvalResult baseline() = 0;
+  // Backends whose speedups are over fixed baselines (native: PyTorch on the CPU, a naive
+  // kernel, plain C) measure them here. nullopt: the baseline is the reference itself, judged as
+  // a candidate (Builtin "reference") with torch.compile timed too (CUDA).
+  virtual std::optional<EvalResult> measured_baseline() = 0;
   // The hardware id for the KB, from the baseline's result.
   virtual std::string hardware(const EvalResult& baseline) = 0;
 
   virtual Artifact build(const std::filesystem::path& candidate) = 0;
-  // Verify, measure and profile a built candidate (a failed build yields its compile error).
-  virtual EvalResult evaluate(const Artifact& artifact) = 0;
-  EvalResult judge(const std::filesystem::path& candidate) { return evaluate(build(candidate)); }
+  // Verify, measure and profile a built candidate (a failed build yields its compile error);
+  // with compile_baseline, torch.compile of the reference is timed too (CUDA).
+  virtual EvalResult evaluate(const Artifact& artifact, bool compile_baseline = false) = 0;
+  EvalResult judge(const std::filesystem::path& candidate, bool compile_baseline = false) {
+    return evaluate(build(candidate), compile_baseline);
+  }
+  // Several candidates of the problem, in order (`mblast eval`): a backend may build them all
+  // first and share its workers.
+  virtual std::vector<EvalResult> judge_all(const std::vector<std::filesystem::path>& candidates);
 
-  // One candidate file from the files an agent wrote (name -> text). Throws input_error when
-  // they do not make one.
+  // One candidate file from the files an agent wrote (name -> text, main file first). Throws
+  // input_error when they do not make one.
   virtual std::string assemble(const std::vector<std::pair<std::string, std::string>>& files) = 0;
   // The source of built-in technique `transform` applied to `current` (the problem itself when
   // current_is_reference); nullopt, with why, when it finds nothing to change.
@@ -106,9 +102,24 @@ struct BackendContext {
   std::size_t prestarted = 1;  // workers kept started ahead (CUDA)
 };
 
+// A hidden `mblast internal NAME --option value ...` command that the backend runs in child
+// processes of its own (the OpenCL runner, the eval server). Every option takes one value and may
+// repeat; run gets them by name and returns the exit code (throws input_error for bad ones).
+struct InternalCommand {
+  std::string name;
+  std::string help;
+  std::vector<std::string> options;
+  std::function<int(const std::multimap<std::string, std::string>& values)> run;
+};
+
 struct BackendRow {
   BackendTraits traits;
   std::function<std::unique_ptr<Backend>(const BackendContext&)> make;
+  // `mblast doctor`: the names of this backend's checks, and the checks the filter wants.
+  std::function<std::vector<std::string>()> doctor_names;
+  std::function<std::vector<DoctorCheck>(const std::function<bool(const std::string&)>& wanted)>
+      doctor;
+  std::vector<InternalCommand> internal;
 };
 
 // Every backend, in the order --help lists them.

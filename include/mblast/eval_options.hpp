@@ -35,6 +35,7 @@ struct EvalOptions {
   std::string remote;               // OpenCL: run on this target (mblast/remote.hpp); empty: here
   std::string remote_mblast = "mblast";  // the mblast binary on a ssh or adb target
   std::string remote_prefix;  // RVV on a remote target: run the executable through this command
+  bool use_server = false;    // CUDA `mblast eval`: judge through the eval server where it helps
 };
 
 // The cache folder used when EvalOptions::cache_dir is empty.

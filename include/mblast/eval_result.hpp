@@ -47,7 +47,8 @@ struct EvalResult {
   nlohmann::json baselines;      // native: [{"name", "value", "unit", "detail"}]
   nlohmann::json tolerance;      // {"atol", "rtol", "policy", ...} or null
   nlohmann::json signature;      // the candidate's profile signature, or null
-  nlohmann::json err_location;   // where the worst mismatch is, or null
+  nlohmann::json reference_signature;  // the reference's, where the judge profiled it too
+  nlohmann::json err_location;         // where the worst mismatch is, or null
   std::string device_name, torch_version, judged_at;
   bool stopped_by_time_limit = false;               // the run's --time-limit ended it: no verdict
   nlohmann::json extra = nlohmann::json::object();  // every other field, as the judge wrote it

@@ -18,7 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-const std::set<std::string> kBackends = {"cuda", "opencl", "rvv"};
 constexpr std::size_t kMinClaimPrefix = 8;
 constexpr double kMaxPredictedSpeedup = 100;
 
@@ -27,10 +26,20 @@ struct KbIndex {
   const KnowledgeBase& kb;
   std::set<std::string> states;
   std::set<std::string> techniques;
+  std::set<std::string> backends;  // those the KB's catalogue has techniques for
 
   explicit KbIndex(const KnowledgeBase& knowledge) : kb(knowledge) {
     for (const auto& s : kb.states()) states.insert(s.id);
-    for (const auto& t : kb.techniques()) techniques.insert(t.id);
+    for (const auto& t : kb.techniques()) {
+      techniques.insert(t.id);
+      backends.insert(t.backends.begin(), t.backends.end());
+    }
+  }
+
+  std::string backend_list() const {
+    std::string list;
+    for (const auto& b : backends) list += (list.empty() ? "" : ", ") + b;
+    return list;
   }
 
   // The full id of the claim `id` names (exactly or as a unique prefix), or an error.
@@ -151,7 +160,10 @@ json read_add_claim(EditReader& r, const KbIndex& index) {
   auto note = r.text("note", kMaxNoteChars, false, true);
   check_state(r, index, "state_id", state);
   check_technique(r, index, "technique_id", technique);
-  if (backend && !kBackends.count(*backend)) r.fail("backend", "must be cuda, opencl, rvv or null");
+  if (backend && !index.backends.count(*backend)) {
+    r.fail("backend",
+           fmt::format("must be one of the KB's backends ({}) or null", index.backend_list()));
+  }
   if (evidence && *evidence != "support" && *evidence != "refute") {
     r.fail("evidence", "must be \"support\" or \"refute\"");
   }
@@ -179,21 +191,25 @@ json read_claim_op(const std::string& op, EditReader& r, const KbIndex& index, b
 }
 
 json read_add_technique(EditReader& r, KbIndex& index) {
-  static const std::regex id_pattern(R"(^(cuda|opencl|rvv|common)/[a-z0-9]+(-[a-z0-9]+)*$)");
+  static const std::regex id_pattern(R"(^[a-z0-9]+/[a-z0-9]+(-[a-z0-9]+)*$)");
   auto id = r.text("id", 64);
   auto name = r.text("name", kMaxNameChars);
   auto description = r.text("description", kMaxDescriptionChars);
   auto backends = r.strings("backends");
   auto states = r.strings("states");
-  if (id && !std::regex_match(*id, id_pattern)) {
-    r.fail("id", fmt::format("'{}' is not backend/slug (lower case, digits and dashes)", *id));
+  const std::string id_prefix = id ? id->substr(0, id->find('/')) : "";
+  if (id && (!std::regex_match(*id, id_pattern) ||
+             (id_prefix != "common" && !index.backends.count(id_prefix)))) {
+    r.fail("id", fmt::format("'{}' is not backend/slug (a backend of the KB or common, then lower "
+                             "case, digits and dashes)",
+                             *id));
   } else if (id && index.techniques.count(*id)) {
     r.fail("id", fmt::format("technique '{}' already exists", *id));
   }
   if (backends) {
     if (backends->empty()) r.fail("backends", "must name at least one backend");
     for (const auto& b : *backends) {
-      if (!kBackends.count(b)) r.fail("backends", fmt::format("unknown backend '{}'", b));
+      if (!index.backends.count(b)) r.fail("backends", fmt::format("unknown backend '{}'", b));
     }
     std::string prefix = id ? id->substr(0, id->find('/')) : "";
     if (id && prefix != "common" &&

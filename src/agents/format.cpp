@@ -78,28 +78,13 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
 
 std::string short_id(const std::string& id) { return id.substr(0, 12); }
 
-const BackendSpec& backend_spec(const std::string& backend, const std::string& device) {
-  static const BackendSpec cuda{
-      "backend_cuda", "custom CUDA kernels", {{"model_new.py", "python"}}, true, true};
-  static const BackendSpec cuda_cpu{
-      "backend_cuda_cpu", "plain PyTorch", {{"model_new.py", "python"}}, false, true};
-  // Provisional: the OpenCL and RVV candidate formats are still being designed.
-  static const BackendSpec opencl{"backend_opencl",
-                                  "OpenCL kernels",
-                                  {{"kernels.cl", "opencl"}, {"launch.json", "json"}},
-                                  true,
-                                  false};
-  static const BackendSpec rvv{
-      "backend_rvv", "RISC-V vector intrinsics", {{"kernel.c", "c"}}, true, false};
-  if (backend == "cuda") return device == "cpu" ? cuda_cpu : cuda;
-  if (backend == "opencl") return opencl;
-  if (backend == "rvv") return rvv;
-  throw input_error("unknown backend '" + backend + "'", "use cuda, opencl or rvv");
-}
-
-void add_common_fields(TemplateData& data, const BackendSpec& spec, const std::string& backend,
+void add_common_fields(TemplateData& data, const AgentFormat& spec, const std::string& backend,
                        const std::string& hardware, const PrecisionPolicy& precision,
                        const std::vector<std::string>& heavy_ops) {
+  if (spec.outputs.empty()) {
+    throw input_error("no candidate format for the " + backend + " backend",
+                      "set the context's format from the backend's traits (mblast/backend.hpp)");
+  }
   data.set("backend", backend);
   data.set("backend_title", spec.title);
   data.set("hardware", hardware.empty() ? std::string("the target device") : hardware);

@@ -3,7 +3,9 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+
 #include <vector>
+#include "mblast/agent_format.hpp"
 
 #include "agents/template.hpp"
 #include "mblast/agents.hpp"
@@ -25,25 +27,9 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
 // Shortened content-hash id for prompts; the critic accepts unique prefixes back.
 std::string short_id(const std::string& id);
 
-struct OutputFile {
-  std::string file;
-  std::string language;
-};
-
-struct BackendSpec {
-  std::string rules_prompt;  // prompts/<rules_prompt>.md
-  std::string title;
-  std::vector<OutputFile> outputs;  // main file first
-  bool custom_kernels = true;       // false: the candidate is plain PyTorch
-  bool python_candidate = true;     // a Python file defining ModelNew
-};
-
-// Throws input_error for an unknown backend.
-const BackendSpec& backend_spec(const std::string& backend, const std::string& device);
-
 // Template fields shared by the actor and fix prompts: backend, precision, constraints, rules
 // and the output format.
-void add_common_fields(TemplateData& data, const BackendSpec& spec, const std::string& backend,
+void add_common_fields(TemplateData& data, const AgentFormat& spec, const std::string& backend,
                        const std::string& hardware, const PrecisionPolicy& precision,
                        const std::vector<std::string>& heavy_ops);
 

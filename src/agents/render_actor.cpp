@@ -93,7 +93,7 @@ TemplateList attempt_list(const std::vector<AttemptRow>& attempts) {
 }  // namespace
 
 std::vector<LlmMessage> render_actor(const ActorContext& c) {
-  const auto& spec = agents::backend_spec(c.backend, c.device);
+  const auto& spec = c.format;
   TemplateData data;
   agents::add_common_fields(data, spec, c.backend, c.hardware, c.precision, c.heavy_ops);
   data.set("task", c.task);

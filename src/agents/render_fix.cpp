@@ -24,7 +24,7 @@ std::string optional_number(const std::optional<double>& value) {
 }  // namespace
 
 std::vector<LlmMessage> render_fix(const FixContext& c) {
-  const auto& spec = agents::backend_spec(c.backend, c.device);
+  const auto& spec = c.format;
   TemplateData data;
   agents::add_common_fields(data, spec, c.backend, c.hardware, c.precision, c.heavy_ops);
   data.set("task", c.task);

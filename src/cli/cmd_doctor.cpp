@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "cli/app.hpp"
-#include "cli/doctor.hpp"
+#include "mblast/doctor.hpp"
 
 namespace mblast::cli {
 

@@ -10,13 +10,10 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/app.hpp"
+#include "mblast/backend.hpp"
 #include "mblast/error.hpp"
 #include "mblast/eval_options.hpp"
-#include "cuda/eval_server.hpp"
 #include "mblast/python.hpp"
-#include "cuda/worker_pool.hpp"
-#include "cuda/cuda_eval.hpp"
-#include "native/native_eval.hpp"
 
 namespace mblast::cli {
 
@@ -135,16 +132,30 @@ void print_seconds(const nlohmann::json& r) {
             << number(r.value("worker_wait_seconds", nlohmann::json()), "%.2f") << ")\n";
 }
 
-// Judges in this process. Workers kept pre-started (one by default): the first imports torch while
-// the CUDA sources compile, and each taken worker's replacement starts while it evaluates, ready
-// for the next candidate. No more than the candidates need.
-std::vector<nlohmann::json> judge_here(const EvalCommand& c, const EvalOptions& options,
-                                       const std::vector<std::filesystem::path>& candidates,
-                                       const std::filesystem::path& python) {
-  const auto prestart =
-      std::min<std::size_t>(static_cast<std::size_t>(c.prestart), candidates.size());
-  WorkerPool workers(eval_worker_config(options, python), prestart);
-  return evaluate_all(options, candidates, workers);
+double percentile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  const double pos = q * static_cast<double>(values.size() - 1);
+  const auto lo = static_cast<std::size_t>(pos);
+  const auto hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
+}
+
+// {"count", "correct", "p50_s", "p90_s"} over the results' build_seconds + eval_seconds
+// (linear interpolation between ranks; null when there are no results).
+nlohmann::json latency_summary(const std::vector<nlohmann::json>& results) {
+  std::vector<double> seconds;
+  int correct = 0;
+  for (const auto& r : results) {
+    seconds.push_back(r.value("build_seconds", 0.0) + r.value("eval_seconds", 0.0));
+    correct += r.value("correct", false) ? 1 : 0;
+  }
+  nlohmann::json summary = {
+      {"count", results.size()}, {"correct", correct}, {"p50_s", nullptr}, {"p90_s", nullptr}};
+  if (!seconds.empty()) {
+    summary["p50_s"] = percentile(seconds, 0.5);
+    summary["p90_s"] = percentile(seconds, 0.9);
+  }
+  return summary;
 }
 
 int report(const EvalCommand& c, const std::vector<nlohmann::json>& results) {
@@ -174,24 +185,6 @@ int report(const EvalCommand& c, const std::vector<nlohmann::json>& results) {
               << " s, p90 " << number(summary["p90_s"], "%.2f") << " s\n";
   }
   return all_correct ? 0 : 1;
-}
-
-// OpenCL and RVV: the problem becomes tensor bundles once; each candidate runs natively on them.
-int judge_native(const EvalCommand& c, const EvalOptions& options,
-                 const std::vector<std::filesystem::path>& candidates,
-                 const std::filesystem::path& python) {
-  if (!c.export_path.empty()) {
-    throw input_error("--export writes KernelBench CUDA files",
-                      "drop --export for " + options.backend);
-  }
-  auto backend = make_native_backend(options);
-  const BundleSet bundles = make_bundles(options.problem, options.seeds, options.seed,
-                                         options.cache_dir, python, options.timing_runs);
-  std::vector<nlohmann::json> results;
-  for (const auto& candidate : candidates) {
-    results.push_back(evaluate_native(options, candidate, *backend, bundles));
-  }
-  return report(c, results);
 }
 
 }  // namespace
@@ -279,12 +272,18 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
           throw input_error("no such file: " + path.string(), "check the path");
         }
       }
-      if (options.backend == "cuda" && options.device != "cpu" && options.device != "cuda" &&
-          options.device.rfind("cuda:", 0) != 0) {
-        throw input_error("--device " + options.device + " is not a CUDA device",
-                          "use cuda, cuda:N or cpu with --backend cuda");
+      const BackendRow& row = backend_row(options.backend);
+      if (options.device == "cuda" && row.traits.default_device != "cuda") {
+        options.device = row.traits.default_device;
       }
-      if (options.backend != "cuda" && options.device == "cuda") options.device = "";
+      row.traits.check_device(options.device);
+      if (!c->export_path.empty() && candidates.size() != 1) {
+        throw input_error("--export takes one candidate, not " + std::to_string(candidates.size()));
+      }
+      if (!c->export_path.empty() && row.traits.harness.empty()) {
+        throw input_error("--export writes KernelBench CUDA files",
+                          "drop --export for " + options.backend);
+      }
       std::string tried;
       auto python = find_torch_python(&tried);
       if (!python) {
@@ -294,24 +293,22 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
       if (options.cache_dir.empty()) options.cache_dir = default_cache_dir();
       // Absolute: workers run in their own temporary directories.
       options.cache_dir = std::filesystem::absolute(options.cache_dir);
-      if (options.backend != "cuda") return judge_native(*c, options, candidates, *python);
-      std::optional<std::vector<nlohmann::json>> served;
-      if (!c->no_server && eval_server_wanted(options)) {
-        served = evaluate_via_server(options, candidates, *python);
-      }
-      const auto results = served ? *served : judge_here(*c, options, candidates, *python);
+      options.use_server = !c->no_server;
+      // Workers kept pre-started (one by default): the first imports torch while the CUDA
+      // sources compile, and each taken worker's replacement starts while it evaluates, ready
+      // for the next candidate.
+      auto backend = row.make({options, *python, static_cast<std::size_t>(c->prestart)});
+      std::vector<nlohmann::json> results;
+      for (const auto& r : backend->judge_all(candidates)) results.push_back(r.to_json());
       bool all_correct = true;
       for (const auto& result : results)
         all_correct = all_correct && result.value("correct", false);
       if (!c->export_path.empty()) {
-        if (results.size() != 1) {
-          throw input_error("--export takes one candidate, not " + std::to_string(results.size()));
-        }
-        if (all_correct) {
-          export_kernelbench(candidates.front(), c->export_path, *python);
-          spdlog::info("exported {} to {}", candidates.front().string(), c->export_path);
-        } else {
+        if (!all_correct) {
           spdlog::warn("not exported: the candidate is not correct");
+        } else {
+          backend->export_for_harness(candidates.front(), c->export_path);
+          spdlog::info("exported {} to {}", candidates.front().string(), c->export_path);
         }
       }
       return report(*c, results);

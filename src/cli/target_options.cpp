@@ -1,17 +1,18 @@
 #include "cli/app.hpp"
+#include "mblast/backend.hpp"
 
 namespace mblast::cli {
 
 void add_target_options(CLI::App* command, const TargetFlags& flags) {
-  command
-      ->add_option("--backend", flags.backend,
-                   "cuda (default), opencl (OpenCL C kernels with a launch plan, through the ICD "
-                   "loader) or rvv (C with RVV intrinsics under QEMU, priced by a deterministic "
-                   "cost model)")
-      ->check(CLI::IsMember({"cuda", "opencl", "rvv"}));
-  command->add_option("--device", flags.device,
-                      "cuda: cuda, cuda:N or cpu (plain PyTorch candidates on the CPU, for "
-                      "machines without a GPU); opencl: cpu, gpu, P:D or part of the device name");
+  std::vector<std::string> names;
+  std::string backends, devices;
+  for (const auto& row : backend_registry()) {
+    names.push_back(row.traits.name);
+    backends += (backends.empty() ? "" : "; ") + row.traits.name + ": " + row.traits.title;
+    devices += (devices.empty() ? "" : "; ") + row.traits.name + ": " + row.traits.devices_help;
+  }
+  command->add_option("--backend", flags.backend, backends)->check(CLI::IsMember(names));
+  command->add_option("--device", flags.device, devices);
   command->add_option("--remote", flags.remote,
                       "opencl, rvv: run candidates on another machine: ssh:[USER@]HOST or "
                       "adb:SERIAL (opencl needs mblast there, see --remote-mblast; rvv pushes the "

@@ -47,19 +47,11 @@ std::string task_name(const fs::path& problem) {
   return (folder.empty() ? std::string() : folder + "/") + absolute.stem().string();
 }
 
-std::string hardware_of(const nlohmann::json& baseline_result) {
-  const std::string name =
-      baseline_result.value("device_name", nlohmann::json("unknown")).is_string()
-          ? baseline_result["device_name"].get<std::string>()
-          : "unknown";
-  return baseline_result.value("device", "") == "cpu" ? "cpu: " + name : name;
-}
-
 std::vector<std::string> allowed_requirements(const OptimizeOptions& options,
-                                              const nlohmann::json& baseline_result) {
+                                              const EvalResult& baseline) {
   std::vector<std::string> allowed;
   if (options.device != "cpu") allowed.push_back("gpu");
-  const std::string torch = baseline_result.value("torch_version", "");
+  const std::string& torch = baseline.torch_version;
   if (!torch.empty() && torch[0] >= '2' && torch[0] <= '9') allowed.push_back("torch_compile");
   if (options.allow_tf32) allowed.push_back("allow_tf32");
   if (options.allow_bf16) allowed.push_back("allow_bf16");
@@ -124,7 +116,7 @@ AttemptRow attempt_row(const Evaluation& evaluation, const std::string& run_id,
                        const std::string& state_id, const std::string& technique_id,
                        const std::string& backend, const std::string& hardware, int iteration,
                        int step, std::optional<double> reward) {
-  const auto& r = evaluation.result;
+  const EvalResult& r = evaluation.result;
   AttemptRow row;
   row.run_id = run_id;
   row.task = task;
@@ -137,16 +129,15 @@ AttemptRow attempt_row(const Evaluation& evaluation, const std::string& run_id,
   row.step = step;
   row.candidate_hash = candidate_hash(evaluation.file);
   row.outcome = evaluation.outcome;
-  const auto error = r.value("error", nlohmann::json());
-  if (error.is_string()) row.error = trim_error(error.get<std::string>(), 2000);
+  if (r.error) row.error = trim_error(*r.error, 2000);
   if (row.outcome == "correct") {
-    row.time_ms = number_field(r, "cand_ms");
-    row.speedup = number_field(r, "speedup");
+    row.time_ms = r.cand_ms;
+    row.speedup = r.speedup;
   }
-  row.baseline_ms = number_field(r, "ref_ms");
+  row.baseline_ms = r.ref_ms;
   row.reward = reward;
   row.tokens = evaluation.tokens;
-  row.created_at = r.value("judged_at", "");
+  row.created_at = r.judged_at;
   return row;
 }
 

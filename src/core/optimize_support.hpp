@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/judge.hpp"
 #include "core/run_dir.hpp"
 #include "mblast/agents.hpp"
+#include "mblast/eval_result.hpp"
 #include "mblast/kb.hpp"
 #include "mblast/llm.hpp"
 #include "mblast/optimize.hpp"
@@ -54,11 +54,9 @@ Agents make_agents(const OptimizeOptions& options, std::int64_t tokens_before, d
 
 // "level2/19_ConvTranspose2d_GELU" from its path.
 std::string task_name(const std::filesystem::path& problem);
-// "NVIDIA H200", or "cpu: <model>" for the CPU device.
-std::string hardware_of(const nlohmann::json& baseline_result);
 // The built-in requirements this run allows ("gpu", "torch_compile", "allow_tf32", ...).
 std::vector<std::string> allowed_requirements(const OptimizeOptions& options,
-                                              const nlohmann::json& baseline_result);
+                                              const EvalResult& baseline);
 
 // Techniques a step in `slot` may pick: those in `only` (when it is not empty); built-ins only
 // for the whole model, none already in the current implementation's lineage or tried on it, and
@@ -74,7 +72,7 @@ std::vector<StateEvidence> state_evidence(const Classification& classification);
 // One evaluation within a step.
 struct Evaluation {
   std::filesystem::path file;
-  nlohmann::json result;
+  EvalResult result;
   std::string outcome;
   std::int64_t tokens = 0;  // of the LLM call that wrote it
 };

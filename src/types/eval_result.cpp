@@ -25,17 +25,29 @@ constexpr std::array<std::pair<ErrorKind, std::string_view>, 13> kKinds = {{
 }};
 
 // The fields with a typed member; everything else goes to `extra`.
-constexpr std::array<std::string_view, 22> kTyped = {"correct",     "max_abs_err",
-                                                     "max_rel_err", "ref_ms",
-                                                     "cand_ms",     "speedup",
-                                                     "ref_cost",    "cand_cost",
-                                                     "compile_ms",  "speedup_vs_compile",
-                                                     "flags",       "error",
-                                                     "error_kind",  "speedup_baseline",
-                                                     "baselines",   "tolerance",
-                                                     "signature",   "err_location",
-                                                     "device_name", "torch_version",
-                                                     "judged_at",   "stopped_by_time_limit"};
+constexpr std::array<std::string_view, 23> kTyped = {"correct",
+                                                     "max_abs_err",
+                                                     "max_rel_err",
+                                                     "ref_ms",
+                                                     "cand_ms",
+                                                     "speedup",
+                                                     "ref_cost",
+                                                     "cand_cost",
+                                                     "compile_ms",
+                                                     "speedup_vs_compile",
+                                                     "flags",
+                                                     "error",
+                                                     "error_kind",
+                                                     "speedup_baseline",
+                                                     "baselines",
+                                                     "tolerance",
+                                                     "signature",
+                                                     "err_location",
+                                                     "device_name",
+                                                     "torch_version",
+                                                     "judged_at",
+                                                     "stopped_by_time_limit",
+                                                     "reference_signature"};
 
 std::optional<double> number(const json& j, const char* key) {
   const auto it = j.find(key);
@@ -94,6 +106,7 @@ EvalResult EvalResult::from_json(const json& j) {
   r.baselines = value(j, "baselines");
   r.tolerance = value(j, "tolerance");
   r.signature = value(j, "signature");
+  r.reference_signature = value(j, "reference_signature");
   r.err_location = value(j, "err_location");
   r.device_name = text(j, "device_name");
   r.torch_version = text(j, "torch_version");
@@ -130,6 +143,7 @@ json EvalResult::to_json() const {
   if (!baselines.is_null()) j["baselines"] = baselines;
   if (!tolerance.is_null()) j["tolerance"] = tolerance;
   if (!signature.is_null()) j["signature"] = signature;
+  if (!reference_signature.is_null()) j["reference_signature"] = reference_signature;
   if (!err_location.is_null()) j["err_location"] = err_location;
   if (!device_name.empty()) j["device_name"] = device_name;
   if (!torch_version.empty()) j["torch_version"] = torch_version;

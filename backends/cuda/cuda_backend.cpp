@@ -1,0 +1,153 @@
+#include "cuda/cuda_backend.hpp"
+
+#include <utility>
+
+#include "cuda/cuda_eval.hpp"
+#include "cuda/eval_server.hpp"
+#include "cuda/worker_pool.hpp"
+#include "mblast/error.hpp"
+#include "mblast/process.hpp"
+#include "mblast/python.hpp"
+
+namespace mblast {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(BackendTraits traits, const BackendContext& context)
+      : traits_(std::move(traits)),
+        options_(context.options),
+        python_(context.python),
+        prestarted_(context.prestarted) {}
+
+  const BackendTraits& traits() const override { return traits_; }
+
+  std::optional<EvalResult> measured_baseline() override { return std::nullopt; }
+
+  std::string hardware(const EvalResult& baseline) override {
+    const std::string name = baseline.device_name.empty() ? "unknown" : baseline.device_name;
+    return options_.device == "cpu" ? "cpu: " + name : name;
+  }
+
+  Artifact build(const fs::path& candidate) override { return build_artifact(options_, candidate); }
+
+  EvalResult evaluate(const Artifact& artifact, bool compile_baseline) override {
+    EvalOptions options = options_;
+    options.candidate = artifact.candidate;
+    options.compile_baseline = compile_baseline;
+    // The loop's evaluations keep a worker started ahead for the next one.
+    return EvalResult::from_json(evaluate_artifact(options, artifact, workers()));
+  }
+
+  std::vector<EvalResult> judge_all(const std::vector<fs::path>& candidates) override {
+    std::optional<std::vector<nlohmann::json>> results;
+    if (options_.use_server && eval_server_wanted(options_)) {
+      results = evaluate_via_server(options_, candidates, python_);
+    }
+    if (!results) {
+      WorkerPool pool(eval_worker_config(options_, python_),
+                      std::min<std::size_t>(prestarted_, candidates.size()));
+      results = evaluate_all(options_, candidates, pool);
+    }
+    std::vector<EvalResult> typed;
+    for (const auto& r : *results) typed.push_back(EvalResult::from_json(r));
+    return typed;
+  }
+
+  std::string assemble(const std::vector<std::pair<std::string, std::string>>& files) override {
+    if (files.empty()) throw input_error("the answer held no candidate file");
+    return files.front().second + "\n";
+  }
+
+  Builtin builtin(const std::string& transform, const fs::path& current,
+                  bool current_is_reference) override {
+    const fs::path base = current_is_reference ? options_.problem : current;
+    return {builtin_candidate(python_, transform, base, !current_is_reference), ""};
+  }
+
+  bool export_for_harness(const fs::path& best, const fs::path& out) override {
+    export_kernelbench(best, out, python_);
+    return true;
+  }
+
+  void set_deadline(std::chrono::steady_clock::time_point until) override {
+    options_.until = until;
+  }
+
+  void stop_prestarting() override {
+    if (workers_) workers_->set_prestarted(0);
+  }
+
+ private:
+  // Started on first use, so that `mblast eval` through the eval server starts none here.
+  WorkerPool& workers() {
+    if (!workers_) {
+      workers_ = std::make_unique<WorkerPool>(eval_worker_config(options_, python_), prestarted_);
+    }
+    return *workers_;
+  }
+
+  BackendTraits traits_;
+  EvalOptions options_;
+  fs::path python_;
+  std::size_t prestarted_;
+  std::unique_ptr<WorkerPool> workers_;
+};
+
+AgentFormat cuda_format(const std::string& device) {
+  if (device == "cpu") {
+    return {"backend_cuda_cpu", "plain PyTorch", {{"model_new.py", "python"}}, false, true};
+  }
+  return {"backend_cuda", "custom CUDA kernels", {{"model_new.py", "python"}}, true, true};
+}
+
+void check_cuda_device(const std::string& device) {
+  if (device != "cpu" && device != "cuda" && device.rfind("cuda:", 0) != 0) {
+    throw input_error("--device " + device + " is not a CUDA device",
+                      "use cuda, cuda:N or cpu with --backend cuda");
+  }
+}
+
+}  // namespace
+
+BackendTraits cuda_traits() {
+  BackendTraits t;
+  t.name = "cuda";
+  t.title = "CUDA kernels in Python candidates (default)";
+  t.candidate_extension = ".py";
+  t.default_device = "cuda";
+  t.devices_help = "cuda, cuda:N or cpu (plain PyTorch candidates on the CPU)";
+  t.builtins_need_a_candidate = false;
+  t.native = false;
+  t.harness = "KernelBench";
+  t.agent_format = cuda_format;
+  t.check_device = check_cuda_device;
+  return t;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(const BackendTraits& traits,
+                                           const BackendContext& context) {
+  return std::make_unique<CudaBackend>(traits, context);
+}
+
+std::string builtin_candidate(const fs::path& python, const std::string& transform,
+                              const fs::path& base, bool over) {
+  ProcessSpec spec;
+  spec.argv = {python.string(), "-m", "mblast_builtin"};
+  if (over) spec.argv.push_back("--over");
+  spec.argv.push_back(transform);
+  spec.argv.push_back(fs::absolute(base).string());
+  spec.env["PYTHONPATH"] = worker_directory().string();
+  spec.timeout = std::chrono::seconds(60);
+  const ProcessResult result = run_process(spec);
+  if (!result.ok()) {
+    throw job_error("the built-in transform " + transform + " could not be generated (" +
+                        result.describe() + "): " + result.err,
+                    "report this with the problem file; built-ins need no LLM and should not fail");
+  }
+  return result.out;
+}
+
+}  // namespace mblast

@@ -1,0 +1,22 @@
+#pragma once
+// The CUDA backend: candidates are Python files defining ModelNew (CUDA through mblast_cuda.load
+// or load_inline, or plain PyTorch on the CPU), built with nvcc and judged by the Python worker
+// against the problem's PyTorch reference. Its built-ins are generated candidates
+// (mblast_builtin: CUDA graphs, torch.compile modes, channels-last, ...).
+#include <memory>
+
+#include "mblast/backend.hpp"
+
+namespace mblast {
+
+BackendTraits cuda_traits();
+std::unique_ptr<Backend> make_cuda_backend(const BackendTraits& traits,
+                                           const BackendContext& context);
+
+// The source of a built-in transform: of the problem's Model (`base` is the problem) or, with
+// over, of the candidate `base` (so that transforms compose with what earlier steps found).
+// Throws job_error when the transform cannot be generated.
+std::string builtin_candidate(const std::filesystem::path& python, const std::string& transform,
+                              const std::filesystem::path& base, bool over);
+
+}  // namespace mblast

@@ -1,0 +1,99 @@
+#include "native/native_judge.hpp"
+
+#include <utility>
+
+#include "mblast/error.hpp"
+#include "native/bundle.hpp"
+#include "native/native_eval.hpp"
+
+namespace mblast {
+namespace {
+
+namespace fs = std::filesystem;
+
+class NativeJudge final : public Backend {
+ public:
+  NativeJudge(BackendTraits traits, const BackendContext& context,
+              std::unique_ptr<NativeBackend> native)
+      : traits_(std::move(traits)), options_(context.options), native_(std::move(native)) {
+    bundles_ = make_bundles(options_.problem, options_.seeds, options_.seed, options_.cache_dir,
+                            context.python, options_.timing_runs);
+  }
+
+  const BackendTraits& traits() const override { return traits_; }
+
+  // The native baselines (PyTorch on the CPU, naive OpenCL, plain C) stand for the reference.
+  std::optional<EvalResult> measured_baseline() override {
+    const auto baselines = native_->baselines(options_.problem, bundles_);
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& b : baselines) {
+      rows.push_back(
+          {{"name", b.name}, {"value", b.value}, {"unit", b.unit}, {"detail", b.detail}});
+    }
+    nlohmann::json result = {{"correct", true},
+                             {"device", options_.device},
+                             {"device_name", native_->hardware()},
+                             {"baselines", rows},
+                             {"torch_version", bundles_.meta.value("torch_version", "")},
+                             {"signature", nlohmann::json::object()}};
+    if (!baselines.empty()) {
+      result[baselines.front().unit == "cost" ? "ref_cost" : "ref_ms"] = baselines.front().value;
+      result["speedup_baseline"] = baselines.front().name;
+    }
+    return EvalResult::from_json(result);
+  }
+
+  std::string hardware(const EvalResult& /*baseline*/) override { return native_->hardware(); }
+
+  // The runner builds and runs a candidate in one child process: a build error comes back as the
+  // result's compile error.
+  Artifact build(const fs::path& candidate) override {
+    Artifact artifact;
+    artifact.candidate = candidate;
+    return artifact;
+  }
+
+  EvalResult evaluate(const Artifact& artifact, bool /*compile_baseline*/) override {
+    EvalOptions options = options_;
+    options.candidate = artifact.candidate;
+    return EvalResult::from_json(evaluate_native(options, artifact.candidate, *native_, bundles_));
+  }
+
+  std::string assemble(const std::vector<std::pair<std::string, std::string>>& files) override {
+    return native_->assemble(files);
+  }
+
+  Builtin builtin(const std::string& transform, const fs::path& current,
+                  bool /*current_is_reference*/) override {
+    try {
+      return {native_->builtin_variant(transform, current, bundles_), ""};
+    } catch (const Error& e) {
+      if (e.code() == ExitCode::bad_input) throw;
+      // The transform found nothing better than the current kernel (or does not apply to it).
+      return {std::nullopt, e.what()};
+    }
+  }
+
+  bool export_for_harness(const fs::path& /*best*/, const fs::path& /*out*/) override {
+    return false;
+  }
+
+  // Native runs are bounded by their own per-run timeouts.
+  void set_deadline(std::chrono::steady_clock::time_point /*until*/) override {}
+
+ private:
+  BackendTraits traits_;
+  EvalOptions options_;
+  std::unique_ptr<NativeBackend> native_;
+  BundleSet bundles_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_native_judge(const BackendTraits& traits,
+                                           const BackendContext& context,
+                                           std::unique_ptr<NativeBackend> native) {
+  return std::make_unique<NativeJudge>(traits, context, std::move(native));
+}
+
+}  // namespace mblast

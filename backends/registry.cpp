@@ -1,0 +1,159 @@
+// The backends, one row each (DESIGN.md §3): their traits and how to make one. Nothing outside
+// backends/ switches on a backend's name; a new backend is a new row here.
+#include <algorithm>
+
+#include "cuda/cuda_backend.hpp"
+#include "cuda/cuda_doctor.hpp"
+#include "cuda/eval_server.hpp"
+#include "mblast/backend.hpp"
+#include "mblast/error.hpp"
+#include "native/native_judge.hpp"
+#include "opencl/opencl_child.hpp"
+#include "opencl/opencl_doctor.hpp"
+#include "opencl/opencl_native_backend.hpp"
+#include "rvv/rvv_doctor.hpp"
+#include "rvv/rvv_native_backend.hpp"
+
+namespace mblast {
+namespace {
+
+BackendTraits opencl_traits() {
+  BackendTraits t;
+  t.name = "opencl";
+  t.title = "OpenCL C kernels with a launch plan, through the ICD loader";
+  t.candidate_extension = ".cl";
+  t.devices_help = "cpu, gpu, P:D or part of the device name";
+  t.builtins_need_a_candidate = true;
+  t.native = true;
+  t.agent_format = [](const std::string&) {
+    return AgentFormat{"backend_opencl",
+                       "OpenCL kernels",
+                       {{"kernels.cl", "opencl"}, {"launch.json", "json"}},
+                       true,
+                       false};
+  };
+  t.check_device = [](const std::string&) {};  // the OpenCL runner resolves and reports it
+  return t;
+}
+
+BackendTraits rvv_traits() {
+  BackendTraits t;
+  t.name = "rvv";
+  t.title = "C with RVV intrinsics under QEMU, priced by a deterministic cost model";
+  t.candidate_extension = ".c";
+  t.devices_help = "none (the vector length is --vlen)";
+  t.builtins_need_a_candidate = true;
+  t.native = true;
+  t.agent_format = [](const std::string&) {
+    return AgentFormat{"backend_rvv", "RISC-V vector intrinsics", {{"kernel.c", "c"}}, true, false};
+  };
+  t.check_device = [](const std::string&) {};
+  return t;
+}
+
+using Values = std::multimap<std::string, std::string>;
+
+// The one value of option `name`; throws input_error when it is missing.
+std::string one(const Values& values, const std::string& name) {
+  const auto it = values.find(name);
+  if (it == values.end()) throw input_error(name + " is required");
+  return it->second;
+}
+
+std::string one_or(const Values& values, const std::string& name, std::string fallback) {
+  const auto it = values.find(name);
+  return it == values.end() ? fallback : it->second;
+}
+
+InternalCommand eval_server_command() {
+  return {"eval-server",
+          "Serve `mblast eval` requests",
+          {"--socket", "--python", "--identity"},
+          [](const Values& v) {
+            return run_eval_server(one(v, "--socket"), one(v, "--python"), one(v, "--identity"));
+          }};
+}
+
+InternalCommand opencl_run_command() {
+  return {"opencl-run",
+          "Run an OpenCL candidate on tensor bundles; one JSON report on stdout",
+          {"--candidate", "--bundle", "--out", "--runs", "--device"},
+          [](const Values& v) {
+            opencl::ChildRequest request;
+            request.candidate = one(v, "--candidate");
+            const auto [first, last] = v.equal_range("--bundle");
+            for (auto it = first; it != last; ++it) request.bundles.emplace_back(it->second);
+            if (request.bundles.empty()) throw input_error("--bundle is required");
+            request.out_dir = one(v, "--out");
+            const std::string runs = one_or(v, "--runs", "30");
+            try {
+              request.runs = std::stoi(runs);
+            } catch (const std::exception&) {
+              throw input_error("--runs takes a number, not " + runs);
+            }
+            if (request.runs < 0) throw input_error("--runs must be at least 0");
+            request.device = one_or(v, "--device", "");
+            return opencl::run_child(request);
+          }};
+}
+
+std::vector<BackendRow> make_rows() {
+  std::vector<BackendRow> rows;
+  rows.push_back({cuda_traits(),
+                  [](const BackendContext& c) { return make_cuda_backend(cuda_traits(), c); },
+                  cuda_doctor_names,
+                  cuda_doctor,
+                  {eval_server_command()}});
+  rows.push_back({opencl_traits(),
+                  [](const BackendContext& c) {
+                    return make_native_judge(opencl_traits(), c,
+                                             opencl::make_opencl_backend(c.options));
+                  },
+                  opencl_doctor_names,
+                  opencl_doctor,
+                  {opencl_run_command()}});
+  rows.push_back({rvv_traits(),
+                  [](const BackendContext& c) {
+                    return make_native_judge(rvv_traits(), c, rvv::make_rvv_backend(c.options));
+                  },
+                  rvv_doctor_names,
+                  rvv_doctor,
+                  {}});
+  return rows;
+}
+
+}  // namespace
+
+const std::vector<BackendRow>& backend_registry() {
+  static const std::vector<BackendRow> rows = make_rows();
+  return rows;
+}
+
+std::string backend_names(std::string_view last_separator) {
+  const auto& rows = backend_registry();
+  std::string names;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (i > 0) names += i + 1 == rows.size() ? std::string(last_separator) : ", ";
+    names += rows[i].traits.name;
+  }
+  return names;
+}
+
+const BackendRow& backend_row(std::string_view name) {
+  const auto& rows = backend_registry();
+  const auto it = std::find_if(rows.begin(), rows.end(),
+                               [&](const BackendRow& row) { return row.traits.name == name; });
+  if (it == rows.end()) {
+    throw input_error("unknown backend '" + std::string(name) + "'",
+                      "use --backend " + backend_names());
+  }
+  return *it;
+}
+
+std::vector<EvalResult> Backend::judge_all(const std::vector<std::filesystem::path>& candidates) {
+  std::vector<EvalResult> results;
+  for (const auto& candidate : candidates) results.push_back(judge(candidate));
+  return results;
+}
+
+}  // namespace mblast

@@ -1,0 +1,13 @@
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "mblast/doctor.hpp"
+
+namespace mblast {
+
+std::vector<std::string> rvv_doctor_names();
+std::vector<DoctorCheck> rvv_doctor(const std::function<bool(const std::string&)>& wanted);
+
+}  // namespace mblast

@@ -1,0 +1,723 @@
+// The MAIC-RL loop (DESIGN.md §1). Read `Loop::run` first: baseline, then iterations of steps,
+// each step: slot -> state -> technique -> candidate (+ fixes) -> judge -> reward, critic, KB.
+#include "core/loop.hpp"
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "agents/format.hpp"
+#include "mblast/error.hpp"
+#include "mblast/support.hpp"
+
+namespace mblast {
+
+namespace fs = std::filesystem;
+using namespace optimize_detail;
+using Clock = std::chrono::steady_clock;
+
+std::atomic<bool> g_optimize_stop_requested{false};
+
+namespace {
+
+// A correct candidate must beat the current one by this much to replace it: timing noise of a
+// median of many runs is about 1%.
+constexpr double kMinGain = 1.01;
+
+// The run's --time-limit ran out while an evaluation was in flight.
+class TimeLimitReached : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Writes the run's log.txt: every progress event and every log message while the loop runs.
+class RunLog {
+ public:
+  explicit RunLog(const fs::path& file)
+      : sink_(std::make_shared<spdlog::sinks::basic_file_sink_mt>(file.string())),
+        events_("run", sink_) {
+    sink_->set_pattern("%Y-%m-%dT%H:%M:%S.%e [%l] %v");
+    events_.flush_on(spdlog::level::info);
+    spdlog::default_logger()->sinks().push_back(sink_);
+  }
+  ~RunLog() {
+    auto& sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+  RunLog(const RunLog&) = delete;
+  RunLog& operator=(const RunLog&) = delete;
+  void event(const ProgressEvent& e) {
+    events_.info("{} {}", e.kind,
+                 e.data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+
+ private:
+  std::shared_ptr<spdlog::sinks::basic_file_sink_mt> sink_;
+  spdlog::logger events_;
+};
+
+nlohmann::json or_null(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
+
+}  // namespace
+
+Resumed Resumed::from(const RunDir& run) {
+  Resumed r;
+  r.steps = run.steps();
+  r.evaluations = run.evaluations().size();
+  if (!r.steps.empty()) {
+    const auto& last = r.steps.back();
+    r.tokens = last.value("tokens_total", std::int64_t{0});
+    r.cost_usd = last.value("cost_total_usd", nlohmann::json(0.0)).is_number()
+                     ? last["cost_total_usd"].get<double>()
+                     : 0.0;
+    r.seconds = last.value("run_seconds", 0.0);
+  }
+  return r;
+}
+
+Loop::Loop(OptimizeOptions options, Backend& backend, KnowledgeBase& kb, Agents& agents,
+           RunDir& run, Resumed resumed, const ProgressFn& progress)
+    : options_(std::move(options)),
+      backend_(backend),
+      kb_(kb),
+      agents_(agents),
+      run_(run),
+      resumed_(std::move(resumed)),
+      progress_(progress),
+      judge_(backend, run) {}
+
+nlohmann::json Loop::run() {
+  RunLog log(run_.log_file());
+  const ProgressFn user_progress = progress_;
+  progress_ = [&](const ProgressEvent& e) {
+    log.event(e);
+    if (user_progress) user_progress(e);
+  };
+  problem_source_ = read_text_file(options_.problem, "problem");
+  task_ = task_name(options_.problem);
+  states_ = kb_.states();
+  check_techniques();
+  progress_({"start",
+             {{"task", task_},
+              {"run_dir", run_.path().string()},
+              {"kb", kb_.path().string()},
+              {"backend", options_.backend},
+              {"device", options_.device},
+              {"llm", agents_.description},
+              {"builtin_only", !agents_.available()},
+              {"resumed_steps", resumed_.steps.size()}}});
+  if (!agents_.available()) {
+    note(
+        "no LLM configured (set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --llm): this run "
+        "tries the built-in techniques only");
+  }
+  if (options_.time_limit_minutes) {
+    // An evaluation in flight when the run's time is up is stopped, and judged again on resume.
+    const double left_s = *options_.time_limit_minutes * 60 - resumed_.seconds;
+    backend_.set_deadline(started_ + std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double>(std::max(0.0, left_s))));
+  }
+  try {
+    baseline();
+  } catch (const TimeLimitReached& e) {
+    return finish("budget", e.what());
+  }
+  run_id_ = run_.config().value("run_id", "");
+  restore(resumed_.steps);
+
+  const int total_steps = options_.iterations * options_.steps;
+  for (int global = steps_done_ + 1; global <= total_steps; ++global) {
+    const int iteration = (global - 1) / options_.steps + 1;
+    const int step_in_iteration = (global - 1) % options_.steps + 1;
+    if (step_in_iteration == 1) rollout_.clear();
+    if (auto reason = budget_spent()) return finish("budget", *reason);
+    if (g_optimize_stop_requested) {
+      return finish("interrupted", "stopped by a signal; resume with --resume");
+    }
+    bool stop = false;
+    std::string stop_reason;
+    try {
+      step(iteration, step_in_iteration, global, stop, stop_reason);
+    } catch (const LlmBudgetExhausted& e) {
+      return finish("budget", e.what());
+    } catch (const TimeLimitReached& e) {
+      return finish("budget", e.what());
+    } catch (const Error& e) {
+      if (e.code() == ExitCode::bad_input) throw;
+      return finish("llm_error", e.what());
+    }
+    if (stop) return finish("exhausted", stop_reason);
+    ++steps_done_;
+  }
+  return finish("finished", "all " + std::to_string(total_steps) + " steps done");
+}
+
+void Loop::check_techniques() const {
+  for (const auto& id : options_.techniques) {
+    const auto technique = kb_.technique(id);
+    if (!technique || std::find(technique->backends.begin(), technique->backends.end(),
+                                options_.backend) == technique->backends.end()) {
+      throw input_error(
+          "no technique " + id + " for the " + options_.backend + " backend in the KB",
+          "list them with `mblast kb query --kind techniques --backend " + options_.backend + "`");
+    }
+  }
+}
+
+void Loop::baseline() {
+  if (auto measured = backend_.measured_baseline()) {
+    baseline_ = *measured;
+    current_.signature = nlohmann::json::object();
+  } else {
+    const auto reference = backend_.builtin("reference", options_.problem, true);
+    // The reference's judge also times torch.compile of it: the second baseline of reports.
+    const Evaluation judged = write_and_judge("reference", reference.source.value_or(""), 0, true);
+    if (judged.outcome != "correct") {
+      throw input_error("the reference itself did not pass its own checks: " +
+                            nlohmann::json(judged.result.error.value_or("?")).dump(),
+                        "check that the problem is deterministic and runs on " + options_.device);
+    }
+    baseline_ = judged.result;
+    current_.file = judged.file;
+    current_.signature = baseline_.reference_signature.is_null() ? baseline_.signature
+                                                                 : baseline_.reference_signature;
+    current_.time_ms = baseline_.ref_ms;
+  }
+  hardware_ = backend_.hardware(baseline_);
+  slots_ = slots_from_signature(current_.signature, agents_.available());
+  const auto ops = current_.signature.is_object()
+                       ? current_.signature.value("ops", nlohmann::json::array())
+                       : nlohmann::json::array();
+  for (const auto& op : ops) {
+    if (op.value("share", 0.0) >= 0.1) heavy_ops_.push_back(op.value("name", ""));
+  }
+  std::string slot_list;
+  for (const auto& slot : slots_) slot_list += (slot_list.empty() ? "" : ", ") + slot.id;
+  progress_({"baseline",
+             {{"ref_ms", or_null(baseline_.ref_ms)},
+              {"ref_cost", or_null(baseline_.ref_cost)},
+              {"baselines", baseline_.baselines},
+              {"hardware", hardware_},
+              {"slots", slot_list}}});
+  record_run_in_kb();
+}
+
+void Loop::record_run_in_kb() {
+  nlohmann::json config = run_.config();
+  if (!config.value("run_id", "").empty()) return;
+  RunRow row;
+  row.task = task_;
+  row.backend = options_.backend;
+  row.hardware = hardware_;
+  row.config = options_to_json(options_);
+  const auto& recorded = config["options"];
+  row.budgets = {{"iterations", options_.iterations},
+                 {"steps", options_.steps},
+                 {"max_evaluations", recorded.value("max_evaluations", nlohmann::json())},
+                 {"time_limit_minutes", recorded.value("time_limit_minutes", nlohmann::json())},
+                 {"max_tokens", recorded.value("max_tokens", nlohmann::json())},
+                 {"max_cost_usd", recorded.value("max_cost_usd", nlohmann::json())}};
+  config["run_id"] = kb_.add_run(row);
+  config["hardware"] = hardware_;
+  config["baseline"] = {
+      {"ref_ms", or_null(baseline_.ref_ms)},
+      {"torch_version", baseline_.torch_version.empty() ? nlohmann::json()
+                                                        : nlohmann::json(baseline_.torch_version)},
+      {"device_name",
+       baseline_.device_name.empty() ? nlohmann::json() : nlohmann::json(baseline_.device_name)},
+      {"tolerance", baseline_.tolerance}};
+  run_.write_config(config);
+}
+
+// Rebuilds the loop's state from the steps a run recorded before it was interrupted.
+void Loop::restore(const std::vector<nlohmann::json>& steps) {
+  for (const auto& record : steps) {
+    ++steps_done_;
+    for (auto& slot : slots_) {
+      if (slot.id != record.value("slot", "")) continue;
+      ++slot.visits;
+      slot.steps_without_gain = record.value("improved", false) ? 0 : slot.steps_without_gain + 1;
+    }
+    const std::string technique = record.value("technique", "");
+    tried_on_current_.insert(technique);
+    const std::string final_file = record.value("candidate", "");
+    if (record.value("outcome", "") == "correct") ++correct_candidates_;
+    const fs::path file = run_.path() / "candidates" / final_file;
+    std::optional<EvalResult> stored;
+    if (auto json = run_.stored_result(file)) stored = EvalResult::from_json(*json);
+    if (record.value("new_best_candidate", false)) {
+      best_ = BestCandidate{file,      record.value("speedup", 0.0),  std::nullopt, std::nullopt,
+                            technique, record.value("global_step", 0)};
+      if (stored) {
+        best_->time_ms = stored->cand_ms;
+        best_->baseline_ms = stored->ref_ms;
+      }
+    }
+    if (record.value("improved", false)) {
+      current_.file = file;
+      current_.is_reference = false;
+      current_.speedup = record.value("speedup", 1.0);
+      current_.signature = stored ? stored->signature : nlohmann::json();
+      current_.time_ms = stored ? stored->cand_ms : std::nullopt;
+      current_.lineage.push_back(technique);
+      tried_on_current_.clear();
+    }
+  }
+  if (!steps.empty()) {
+    note("resuming after step " + std::to_string(steps_done_) + "; " +
+         std::to_string(resumed_.evaluations) + " evaluations done are not repeated");
+  }
+}
+
+double Loop::run_seconds() const {
+  return resumed_.seconds + std::chrono::duration<double>(Clock::now() - started_).count();
+}
+
+std::optional<std::string> Loop::budget_spent() const {
+  if (options_.time_limit_minutes && run_seconds() >= *options_.time_limit_minutes * 60) {
+    return "the time limit of " + std::to_string(*options_.time_limit_minutes) + " min is spent";
+  }
+  if (options_.max_evaluations &&
+      static_cast<int>(evaluations_total()) >= *options_.max_evaluations) {
+    return "the limit of " + std::to_string(*options_.max_evaluations) + " evaluations is reached";
+  }
+  if (agents_.ledger && agents_.ledger->exhausted()) return agents_.ledger->exhausted_reason();
+  return std::nullopt;
+}
+
+// ---- one step -------------------------------------------------------------------------------
+
+nlohmann::json Loop::step(int iteration, int step_in_iteration, int global, bool& stop,
+                          std::string& stop_reason) {
+  const auto started = Clock::now();
+  const auto choice = choose(global, stop_reason);
+  if (!choice) {
+    stop = true;
+    return {};
+  }
+  nlohmann::json record = step_record_base(iteration, step_in_iteration, global,
+                                           slots_[choice->slot], choice->state, choice->technique);
+  progress_({"step_start", record});
+  const std::vector<Evaluation> evaluations = produce(*choice, global);
+  tried_on_current_.insert(choice->technique.id);
+  const Evaluation& final = evaluations.back();
+  const Scored scored = score(final);
+  rollout_.push_back(trajectory_step(global, *choice, final, scored));
+  // The LLM critic is asked outside the KB transaction; the rule-based one inside.
+  const auto verdict = ask_the_critic(rollout_.back());
+  const Committed committed =
+      commit(*choice, evaluations, scored, iteration, step_in_iteration, verdict);
+  update(*choice, final, scored, global);
+  record =
+      step_record(std::move(record), evaluations, scored, committed, verdict.has_value(), started);
+  run_.append_step(record);
+  progress_({"step", record});
+  return record;
+}
+
+// Operator selector -> state classifier -> technique selector.
+std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
+  Choice choice;
+  choice.slot = select_slot(slots_, OperatorSelectorConfig{});
+  choice.state = classify(states_, signature_from_json(current_.signature));
+  SelectorConfig selector;
+  selector.llm_available = agents_.available();
+  selector.allowed_requirements = allowed_requirements(options_, baseline_);
+  const auto techniques = eligible_techniques(
+      kb_.techniques(options_.backend), slots_[choice.slot].id, current_, tried_on_current_,
+      options_.techniques, backend_.traits().builtins_need_a_candidate);
+  const Selection selection =
+      select_technique(techniques, kb_.reward_stats(options_.backend, choice.state.state_id),
+                       choice.state.state_id, options_.backend, hardware_, selector,
+                       options_.seed * 1000003u + static_cast<std::uint64_t>(global));
+  if (selection.technique_id.empty()) {
+    why_none = "every technique the selector may pick in state " + choice.state.state_id +
+               " has been tried on the current implementation" +
+               (agents_.available() ? "" : " (built-ins only: no LLM configured)");
+    return std::nullopt;
+  }
+  choice.technique = *kb_.technique(selection.technique_id);
+  return choice;
+}
+
+// The actor (or a built-in transform) and the fix agent; every candidate judged.
+std::vector<Evaluation> Loop::produce(const Choice& choice, int global) {
+  if (choice.technique.implementer == "builtin") return {builtin(choice.technique, global)};
+  return llm_candidate(choice.technique, slots_[choice.slot], choice.state, global);
+}
+
+Loop::Scored Loop::score(const Evaluation& final) const {
+  Scored s;
+  s.correct = final.outcome == "correct";
+  if (s.correct) s.speedup = final.result.speedup;
+  // A skipped step (a built-in with nothing to change) earns what it gained: nothing.
+  s.reward = final.outcome == "skipped" ? 0.0 : step_reward(s.correct, s.speedup, current_.speedup);
+  s.improved = s.correct && s.speedup && *s.speedup > current_.speedup * kMinGain;
+  s.new_best = s.correct && s.speedup && (!best_ || *s.speedup > best_->speedup);
+  return s;
+}
+
+TrajectoryStep Loop::trajectory_step(int global, const Choice& choice, const Evaluation& final,
+                                     const Scored& scored) const {
+  TrajectoryStep judged{global,
+                        "",
+                        choice.state.state_id,
+                        choice.technique.id,
+                        final.outcome,
+                        current_.time_ms,
+                        std::nullopt,
+                        scored.speedup,
+                        final.result.error.value_or(""),
+                        profile_deltas(current_.signature, final.result.signature)};
+  if (scored.correct) judged.time_after_ms = final.result.cand_ms;
+  return judged;
+}
+
+std::optional<CriticVerdict> Loop::ask_the_critic(const TrajectoryStep& judged) {
+  if (!agents_.critic) return std::nullopt;
+  try {
+    return ask_critic(*agents_.critic, critic_context(judged), kb_);
+  } catch (const LlmBudgetExhausted&) {
+    throw;
+  } catch (const Error& e) {
+    if (e.code() == ExitCode::bad_input) throw;
+    if (agents_.replay) {
+      spdlog::debug(
+          "critic: the cassette holds no answer for this step; the rule-based critic judges it");
+    } else {
+      spdlog::warn("critic: no answer ({}); the rule-based critic judges this step", e.what());
+    }
+  }
+  return std::nullopt;
+}
+
+// One transaction: attempts with the reward, the implementation, the critic's claims, totals.
+Loop::Committed Loop::commit(const Choice& choice, const std::vector<Evaluation>& evaluations,
+                             const Scored& scored, int iteration, int step_in_iteration,
+                             const std::optional<CriticVerdict>& verdict) {
+  Committed committed;
+  const Evaluation& final = evaluations.back();
+  kb_.transaction([&] {
+    for (std::size_t i = 0; i < evaluations.size(); ++i) {
+      const bool last = i + 1 == evaluations.size();
+      committed.attempt_id = kb_.add_attempt(attempt_row(
+          evaluations[i], run_id_, task_, slots_[choice.slot].id, choice.state.state_id,
+          choice.technique.id, options_.backend, hardware_, iteration, step_in_iteration,
+          last ? std::optional<double>(scored.reward) : std::nullopt));
+    }
+    rollout_.back().attempt_id = committed.attempt_id;
+    if (scored.new_best) {
+      ImplementationRow impl;
+      impl.task = task_;
+      impl.task_signature = sha256_hex(problem_source_).substr(0, 16);
+      impl.backend = options_.backend;
+      impl.hardware = hardware_;
+      impl.technique_id = choice.technique.id;
+      impl.run_id = run_id_;
+      impl.attempt_id = committed.attempt_id;
+      impl.language = "python";
+      impl.source = read_text_file(final.file, "candidate");
+      impl.speedup = scored.speedup;
+      impl.time_ms = rollout_.back().time_after_ms;
+      impl.baseline_ms = final.result.ref_ms;
+      impl.atol = number_field(final.result.tolerance, "atol");
+      impl.rtol = number_field(final.result.tolerance, "rtol");
+      kb_.add_implementation(impl);
+    }
+    committed.critic =
+        verdict ? apply_critic(*verdict, kb_, committed.attempt_id, options_.backend)
+                : rule_based_critic(critic_context(rollout_.back()), kb_, committed.attempt_id);
+    if (auto run = kb_.run(run_id_)) {
+      const auto t = totals();
+      run->tokens_in = t.value("input_tokens", std::int64_t{0});
+      run->tokens_out = t.value("output_tokens", std::int64_t{0});
+      run->cost_usd =
+          t.value("cost_usd", nlohmann::json(0.0)).is_number() ? t["cost_usd"].get<double>() : 0.0;
+      if (scored.new_best) run->best_speedup = scored.speedup;
+      kb_.update_run(*run);
+    }
+  });
+  return committed;
+}
+
+// The loop's own state after a step (the step log, written next, is the resume point).
+void Loop::update(const Choice& choice, const Evaluation& final, const Scored& scored, int global) {
+  Slot& slot = slots_[choice.slot];
+  ++slot.visits;
+  slot.steps_without_gain = scored.improved ? 0 : slot.steps_without_gain + 1;
+  if (scored.correct) ++correct_candidates_;
+  if (scored.new_best) {
+    best_ = BestCandidate{final.file,          *scored.speedup,     final.result.cand_ms,
+                          final.result.ref_ms, choice.technique.id, global};
+  }
+  if (scored.improved) accept(final, choice.technique, global);
+}
+
+nlohmann::json Loop::step_record(nlohmann::json record, const std::vector<Evaluation>& evaluations,
+                                 const Scored& scored, const Committed& committed, bool llm_critic,
+                                 Clock::time_point started) {
+  const Evaluation& final = evaluations.back();
+  const std::string& error = rollout_.back().error;
+  record["candidate"] = final.file.filename().string();
+  record["candidates"] = nlohmann::json::array();
+  for (const auto& e : evaluations) {
+    record["candidates"].push_back({{"file", e.file.filename().string()}, {"outcome", e.outcome}});
+  }
+  record["fixes"] = evaluations.size() - 1;
+  record["outcome"] = final.outcome;
+  record["error"] =
+      error.empty() ? nlohmann::json() : nlohmann::json(agents::first_line(error, 300));
+  record["speedup"] = or_null(scored.speedup);
+  record["reward"] = scored.reward;
+  record["improved"] = scored.improved;
+  record["new_best_candidate"] = scored.new_best;
+  record["best_speedup"] = best_ ? nlohmann::json(best_->speedup) : nlohmann::json();
+  record["attempt_id"] = committed.attempt_id;
+  record["claims"] = committed.critic.accepted.size();
+  record["critic"] = llm_critic ? "llm" : "rule-based";
+  const auto t = totals();
+  record["tokens_total"] = t["tokens"];
+  record["cost_total_usd"] = t.value("cost_usd", nlohmann::json());
+  record["evaluations_total"] = evaluations_total();
+  record["seconds"] = std::chrono::duration<double>(Clock::now() - started).count();
+  record["run_seconds"] = run_seconds();
+  return record;
+}
+
+// ---- candidates -----------------------------------------------------------------------------
+
+Evaluation Loop::write_and_judge(const std::string& stem, const std::string& source,
+                                 std::int64_t tokens, bool compile_baseline) {
+  Evaluation evaluation;
+  evaluation.file = run_.save_candidate(stem, source, backend_.traits().candidate_extension);
+  evaluation.result = judge_.judge(evaluation.file, compile_baseline);
+  if (evaluation.result.stopped_by_time_limit) {
+    throw TimeLimitReached(
+        "the time limit of " + std::to_string(*options_.time_limit_minutes) +
+        " min is spent (the evaluation in flight was stopped; --resume judges it)");
+  }
+  evaluation.outcome = evaluation.result.outcome();
+  evaluation.tokens = tokens;
+  return evaluation;
+}
+
+Evaluation Loop::builtin(const TechniqueRow& technique, int global) {
+  const std::string transform = technique.builtin.value("transform", "");
+  const auto made = backend_.builtin(transform, current_.file, current_.is_reference);
+  if (!made.source) {
+    // The transform found nothing better than the current kernel (or does not apply to it):
+    // no new candidate, a step without gain rather than a failure.
+    Evaluation skipped;
+    skipped.file = current_.file;
+    skipped.outcome = "skipped";
+    skipped.result = EvalResult::failure(ErrorKind::skipped, made.why_not);
+    return skipped;
+  }
+  return write_and_judge(fmt::format("s{:03d}-{}", global, transform), *made.source, 0);
+}
+
+std::vector<Evaluation> Loop::llm_candidate(const TechniqueRow& technique, const Slot& slot,
+                                            const Classification& state, int global) {
+  ActorContext actor;
+  actor.task = task_;
+  actor.problem_source = problem_source_;
+  actor.backend = options_.backend;
+  actor.device = options_.device == "cpu" ? "cpu" : "cuda";
+  actor.format = backend_.traits().agent_format(options_.device);
+  actor.hardware = hardware_;
+  actor.slot = slot.id;
+  if (slot.id != "model") {
+    actor.slot_detail =
+        fmt::format("{} takes {:.0f}% of the reference's time", slot.id, slot.time_share * 100);
+  }
+  actor.current.is_reference = current_.is_reference;
+  if (!current_.is_reference) actor.current.source = read_text_file(current_.file, "candidate");
+  actor.current.time_ms = current_.time_ms;
+  actor.current.baseline_ms = baseline_.ref_ms;
+  actor.current.speedup = current_.speedup;
+  for (const auto& s : states_) {
+    if (s.id == state.state_id) actor.state = s;
+  }
+  actor.evidence = state_evidence(state);
+  actor.technique = technique;
+  actor.claims = kb_.claims(state.state_id, technique.id, 8);
+  actor.similar =
+      kb_.top_implementations(sha256_hex(problem_source_).substr(0, 16), options_.backend, 2);
+  actor.past_attempts = kb_.attempts_for_task(task_, 8);
+  actor.heavy_ops = heavy_ops_;
+  actor.precision = {options_.atol, options_.rtol, options_.allow_tf32, options_.allow_bf16};
+  actor.sampling.seed = options_.seed + static_cast<std::uint64_t>(global);
+
+  std::vector<Evaluation> evaluations;
+  std::string source;
+  std::int64_t tokens = 0;
+  try {
+    AgentResult written = run_actor(*agents_.actor, actor);
+    std::vector<std::pair<std::string, std::string>> files;
+    for (const auto& block : written.files) files.emplace_back(block.file, block.code);
+    source = backend_.assemble(files);
+    tokens = written.response.input_tokens + written.response.output_tokens;
+  } catch (const Error& e) {
+    if (e.code() != ExitCode::bad_input && !dynamic_cast<const ResponseError*>(&e)) throw;
+    Evaluation none;
+    none.file = run_.save_candidate(fmt::format("s{:03d}-no-candidate", global),
+                                    "# the actor's answer held no candidate\n");
+    none.outcome = "compile_error";
+    none.result = EvalResult::failure(
+        ErrorKind::compile,
+        std::string("the actor's answer held no usable candidate: ") + e.what());
+    return {none};
+  }
+  const std::string stem =
+      fmt::format("s{:03d}-{}", global, technique.id.substr(technique.id.find('/') + 1));
+  evaluations.push_back(write_and_judge(stem, source, tokens));
+
+  std::vector<FixAttempt> earlier;
+  for (int fix = 1; fix <= options_.fix_attempts && agents_.fix; ++fix) {
+    const Evaluation& failed = evaluations.back();
+    if (failed.outcome == "correct") break;
+    note(fmt::format("step {}: {} ({}); asking the fix agent ({}/{})", global, failed.outcome,
+                     agents::first_line(failure_report(failed.result).error, 120), fix,
+                     options_.fix_attempts));
+    FixContext context;
+    context.task = task_;
+    context.problem_source = problem_source_;
+    context.backend = options_.backend;
+    context.device = actor.device;
+    context.format = actor.format;
+    context.hardware = hardware_;
+    context.technique = technique;
+    context.candidate_source = read_text_file(failed.file, "candidate");
+    context.failure = failure_report(failed.result);
+    context.earlier = earlier;
+    context.heavy_ops = heavy_ops_;
+    context.precision = actor.precision;
+    context.sampling.seed = actor.sampling.seed;
+    try {
+      AgentResult repaired = run_fix(*agents_.fix, context);
+      evaluations.push_back(
+          write_and_judge(fmt::format("{}-fix{}", stem, fix), repaired.candidate_source,
+                          repaired.response.input_tokens + repaired.response.output_tokens));
+    } catch (const Error& e) {
+      if (e.code() != ExitCode::bad_input && !dynamic_cast<const ResponseError*>(&e)) throw;
+      spdlog::warn("fix agent: no usable candidate in its answer: {}", e.what());
+      break;
+    }
+    earlier.push_back({context.failure.outcome, trim_error(context.failure.error, 600)});
+  }
+  return evaluations;
+}
+
+CriticContext Loop::critic_context(const TrajectoryStep& judged) const {
+  CriticContext context;
+  context.task = task_;
+  context.backend = options_.backend;
+  context.hardware = hardware_;
+  context.trajectory = rollout_;
+  if (context.trajectory.empty() || context.trajectory.back().step != judged.step) {
+    context.trajectory.push_back(judged);
+  }
+  for (const auto& s : states_) {
+    if (s.id == judged.state_id) context.states.push_back(s);
+  }
+  if (auto technique = kb_.technique(judged.technique_id)) context.techniques.push_back(*technique);
+  context.claims = kb_.claims(judged.state_id, judged.technique_id, 8);
+  return context;
+}
+
+void Loop::accept(const Evaluation& evaluation, const TechniqueRow& technique, int global) {
+  current_.file = evaluation.file;
+  current_.is_reference = false;
+  current_.speedup = evaluation.result.speedup.value_or(1.0);
+  current_.time_ms = evaluation.result.cand_ms;
+  current_.signature = evaluation.result.signature;
+  current_.lineage.push_back(technique.id);
+  tried_on_current_.clear();
+  note(fmt::format("step {}: {} is the new best, {:.3f}x over {}", global, technique.id,
+                   current_.speedup,
+                   baseline_.speedup_baseline.empty() ? "eager" : baseline_.speedup_baseline));
+}
+
+// ---- the end --------------------------------------------------------------------------------
+
+// LLM usage of the whole run: this process's ledger plus what the run spent before a resume.
+nlohmann::json Loop::totals() const {
+  nlohmann::json t = agents_.ledger ? agents_.ledger->to_json() : nlohmann::json::object();
+  const std::int64_t now =
+      t.value("input_tokens", std::int64_t{0}) + t.value("output_tokens", std::int64_t{0});
+  t["tokens"] = now + resumed_.tokens;
+  const auto cost = t.value("cost_usd", nlohmann::json(0.0));
+  t["cost_usd"] = cost.is_number() ? nlohmann::json(cost.get<double>() + resumed_.cost_usd) : cost;
+  return t;
+}
+
+nlohmann::json Loop::finish(const std::string& status, const std::string& reason) {
+  backend_.stop_prestarting();
+  const auto t = totals();
+  const std::int64_t tokens = t["tokens"].get<std::int64_t>();
+  nlohmann::json result = {
+      {"status", status},
+      {"stop_reason", reason},
+      {"task", task_},
+      {"problem", fs::absolute(options_.problem).string()},
+      {"backend", options_.backend},
+      {"device", options_.device},
+      {"hardware", hardware_},
+      {"llm", agents_.description},
+      {"run_dir", run_.path().string()},
+      {"run_id", run_id_},
+      {"kb", kb_.path().string()},
+      {"steps", steps_done_},
+      {"evaluations", evaluations_total()},
+      {"correct_candidates", correct_candidates_},
+      {"correct", best_.has_value()},
+      {"best_speedup", best_ ? nlohmann::json(best_->speedup) : nlohmann::json()},
+      {"best_technique", best_ ? nlohmann::json(best_->technique_id) : nlohmann::json()},
+      {"best_file", nlohmann::json()},
+      {"kernelbench_file", nlohmann::json()},
+      {"baseline_ms", or_null(baseline_.ref_ms)},
+      {"baseline_cost", or_null(baseline_.ref_cost)},
+      {"speedup_baseline",
+       baseline_.speedup_baseline.empty() ? std::string("eager") : baseline_.speedup_baseline},
+      {"baselines", baseline_.baselines.is_null() ? nlohmann::json::array() : baseline_.baselines},
+      {"best_ms", best_ && best_->time_ms ? nlohmann::json(*best_->time_ms) : nlohmann::json()},
+      {"compile_ms", or_null(baseline_.compile_ms)},
+      {"speedup_vs_compile", nlohmann::json()},
+      {"tokens", tokens},
+      {"cost_usd", t["cost_usd"]},
+      {"llm_usage", t},
+      {"tolerance", baseline_.tolerance},
+      {"seconds", run_seconds()}};
+  if (best_ && best_->time_ms && baseline_.compile_ms && *best_->time_ms > 0 &&
+      baseline_.ref_ms.value_or(0) > 0) {
+    // Both times come from their own interleaved runs against eager: compare them through it.
+    result["speedup_vs_compile"] = best_->speedup * (*baseline_.compile_ms / *baseline_.ref_ms);
+  }
+  if (best_) {
+    const std::string best_name = "best" + backend_.traits().candidate_extension;
+    run_.write_text(best_name, read_text_file(best_->file, "candidate"));
+    result["best_file"] = (run_.path() / best_name).string();
+    try {
+      if (backend_.export_for_harness(best_->file, run_.path() / "best_kernelbench.py")) {
+        result["kernelbench_file"] = (run_.path() / "best_kernelbench.py").string();
+      }
+    } catch (const Error& e) {
+      spdlog::warn("the best candidate could not be exported for KernelBench: {}", e.what());
+    }
+  }
+  run_.write_json("run.json", result);
+  if (auto row = kb_.run(run_id_)) {
+    row->status = status;
+    row->finished_at = utc_now();
+    if (best_) row->best_speedup = best_->speedup;
+    kb_.update_run(*row);
+  }
+  progress_({"end", result});
+  return result;
+}
+
+}  // namespace mblast

@@ -1,0 +1,130 @@
+#pragma once
+// The MAIC-RL loop (DESIGN.md §1) over its four collaborators: the backend that judges, the
+// knowledge base it learns into, the agents that write candidates, and the run directory that
+// makes it resumable. `optimize()` wires real ones; tests pass a scripted backend and a fake LLM.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/judge.hpp"
+#include "core/optimize_support.hpp"
+#include "core/run_dir.hpp"
+#include "mblast/backend.hpp"
+#include "mblast/kb.hpp"
+#include "mblast/optimize.hpp"
+#include "mblast/policy.hpp"
+
+namespace mblast {
+
+// What a run recorded before it was interrupted, read back on --resume.
+struct Resumed {
+  std::vector<nlohmann::json> steps;
+  std::size_t evaluations = 0;
+  std::int64_t tokens = 0;
+  double cost_usd = 0;
+  double seconds = 0;
+  static Resumed from(const RunDir& run);
+};
+
+// Set by a signal handler: the loop ends after the current step (status "interrupted").
+extern std::atomic<bool> g_optimize_stop_requested;
+
+class Loop {
+ public:
+  Loop(OptimizeOptions options, Backend& backend, KnowledgeBase& kb,
+       optimize_detail::Agents& agents, RunDir& run, Resumed resumed, const ProgressFn& progress);
+
+  // Baseline, then iterations of steps until a budget or the steps are spent; the run's summary.
+  nlohmann::json run();
+
+ private:
+  struct Choice {
+    std::size_t slot = 0;  // into slots_
+    Classification state;
+    TechniqueRow technique;
+  };
+  struct Scored {
+    bool correct = false;
+    std::optional<double> speedup;
+    double reward = 0;
+    bool improved = false;
+    bool new_best = false;
+  };
+  struct Committed {
+    std::string attempt_id;
+    CriticOutcome critic;
+  };
+
+  void note(const std::string& text) { progress_({"note", {{"text", text}}}); }
+  void check_techniques() const;
+  void baseline();
+  void record_run_in_kb();
+  void restore(const std::vector<nlohmann::json>& steps);
+  std::optional<std::string> budget_spent() const;
+
+  // One step: choose -> produce -> score -> critic -> commit -> update, and its record.
+  nlohmann::json step(int iteration, int step_in_iteration, int global, bool& stop,
+                      std::string& stop_reason);
+  std::optional<Choice> choose(int global, std::string& why_none);
+  std::vector<optimize_detail::Evaluation> produce(const Choice& choice, int global);
+  Scored score(const optimize_detail::Evaluation& final) const;
+  TrajectoryStep trajectory_step(int global, const Choice& choice,
+                                 const optimize_detail::Evaluation& final,
+                                 const Scored& scored) const;
+  std::optional<CriticVerdict> ask_the_critic(const TrajectoryStep& judged);
+  Committed commit(const Choice& choice,
+                   const std::vector<optimize_detail::Evaluation>& evaluations,
+                   const Scored& scored, int iteration, int step_in_iteration,
+                   const std::optional<CriticVerdict>& verdict);
+  void update(const Choice& choice, const optimize_detail::Evaluation& final, const Scored& scored,
+              int global);
+  nlohmann::json step_record(nlohmann::json record,
+                             const std::vector<optimize_detail::Evaluation>& evaluations,
+                             const Scored& scored, const Committed& committed, bool llm_critic,
+                             std::chrono::steady_clock::time_point started);
+
+  optimize_detail::Evaluation write_and_judge(const std::string& stem, const std::string& source,
+                                              std::int64_t tokens, bool compile_baseline = false);
+  std::vector<optimize_detail::Evaluation> llm_candidate(const TechniqueRow& technique,
+                                                         const Slot& slot,
+                                                         const Classification& state, int global);
+  optimize_detail::Evaluation builtin(const TechniqueRow& technique, int global);
+  CriticContext critic_context(const TrajectoryStep& judged) const;
+  void accept(const optimize_detail::Evaluation& evaluation, const TechniqueRow& technique,
+              int global);
+  nlohmann::json finish(const std::string& status, const std::string& reason);
+  nlohmann::json totals() const;
+  double run_seconds() const;
+  std::size_t evaluations_total() const {
+    return resumed_.evaluations + static_cast<std::size_t>(judge_.evaluations_run());
+  }
+
+  OptimizeOptions options_;
+  Backend& backend_;
+  KnowledgeBase& kb_;
+  optimize_detail::Agents& agents_;
+  RunDir& run_;
+  Resumed resumed_;
+  ProgressFn progress_;
+  Judge judge_;
+  std::string task_, hardware_, run_id_, problem_source_;
+  EvalResult baseline_;
+  std::vector<StateRow> states_;
+  std::vector<Slot> slots_;
+  optimize_detail::Current current_;
+  std::optional<optimize_detail::BestCandidate> best_;
+  std::set<std::string> tried_on_current_;
+  std::vector<TrajectoryStep> rollout_;  // this iteration's steps, for the critic
+  std::vector<std::string> heavy_ops_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  int steps_done_ = 0;
+  int correct_candidates_ = 0;
+};
+
+}  // namespace mblast
