@@ -17,6 +17,15 @@
 namespace mblast {
 namespace {
 
+BackendOption remote_option() {
+  return {"--remote",
+          "remote",
+          "opencl, rvv: run candidates on another machine: ssh:[USER@]HOST or adb:SERIAL (opencl "
+          "needs mblast there, see --remote-mblast; rvv pushes the static executable and times it "
+          "by wall clock), or local to test that path",
+          {}};
+}
+
 BackendTraits opencl_traits() {
   BackendTraits t;
   t.name = "opencl";
@@ -33,6 +42,11 @@ BackendTraits opencl_traits() {
                        false};
   };
   t.check_device = [](const std::string&) {};  // the OpenCL runner resolves and reports it
+  t.options = {remote_option(),
+               {"--remote-mblast",
+                "remote_mblast",
+                "opencl: the mblast binary on the --remote target (default: mblast on its PATH)",
+                {}}};
   return t;
 }
 
@@ -48,6 +62,16 @@ BackendTraits rvv_traits() {
     return AgentFormat{"backend_rvv", "RISC-V vector intrinsics", {{"kernel.c", "c"}}, true, false};
   };
   t.check_device = [](const std::string&) {};
+  t.options = {remote_option(),
+               {"--remote-prefix",
+                "remote_prefix",
+                "rvv with --remote: run the executable through this command on the target (e.g. "
+                "\"qemu-riscv64 -cpu rv64,v=true,vlen=256\" to rehearse without a board)",
+                {}},
+               {"--vlen",
+                "vlen",
+                "rvv: vector length QEMU emulates (default 256)",
+                {"64", "128", "256", "512", "1024"}}};
   return t;
 }
 

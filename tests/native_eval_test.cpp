@@ -7,8 +7,8 @@
 
 #include "mblast/error.hpp"
 #include "mblast/eval_options.hpp"
-#include "test_support.hpp"
 #include "native/native_eval.hpp"
+#include "test_support.hpp"
 
 namespace mblast {
 namespace {
@@ -51,7 +51,7 @@ class NativeEval : public ::testing::Test {
     write_bundle(dir_ / "seed-1.mbtb", b);
     set_.files = {dir_ / "seed-1.mbtb"};
     set_.meta = {{"seeds", {{{"seed", 1}, {"file", "seed-1.mbtb"}}}},
-                 {"eager", {{"max_abs_err", 1e-3}, {"max_rel_err", 1e-7}}}};
+                 {"eager", {{"max_abs_err", 1e-3}, {"max_rel_err", 1e-7}, {"policy_err", 1e-3}}}};
     options_.problem = dir_ / "p.py";
     options_.backend = "opencl";
     options_.device = "cpu";

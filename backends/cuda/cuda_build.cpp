@@ -14,27 +14,39 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
+#include "mblast/embedded.hpp"
 #include "mblast/error.hpp"
-#include "mblast/support.hpp"
 #include "mblast/process.hpp"
+#include "mblast/support.hpp"
 
 namespace mblast {
 namespace fs = std::filesystem;
 
 namespace {
 
-// The one definition of the flags and the helper text on the C++ side; mblast_cuda.py holds
-// the same (BASE_FLAGS, TRAILING_FLAGS, HELPER_SUFFIX).
-constexpr const char* kBaseFlags[] = {"-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC"};
-// -z defs: an undefined symbol fails the build here rather than the dlopen in the worker.
-constexpr const char* kTrailingFlags[] = {"-lineinfo", "-Xlinker", "-z,defs"};
-constexpr std::string_view kHelperSuffix =
-    "\n"
-    "// Appended by mblast: reads launch errors through this library's own CUDA runtime.\n"
-    "extern \"C\" int mblast_last_error(void) { return (int)cudaGetLastError(); }\n"
-    "extern \"C\" const char* mblast_error_string(int e) {\n"
-    "  return cudaGetErrorString((cudaError_t)e);\n"
-    "}\n";
+// How candidate CUDA is built: worker/nvcc_build.json, the one definition that mblast_cuda.py
+// reads too (embedded here with the worker).
+struct BuildRecipe {
+  std::vector<std::string> base_flags, trailing_flags;
+  std::string gencode, helper_suffix;
+};
+
+const BuildRecipe& recipe() {
+  static const BuildRecipe r = [] {
+    for (const auto& file : embedded::worker::files()) {
+      if (file.path != "nvcc_build.json") continue;
+      const auto j = nlohmann::json::parse(file.contents);
+      return BuildRecipe{j.at("base_flags").get<std::vector<std::string>>(),
+                         j.at("trailing_flags").get<std::vector<std::string>>(),
+                         j.at("gencode").get<std::string>(),
+                         j.at("helper_suffix").get<std::string>()};
+    }
+    throw job_error("nvcc_build.json is not embedded in this mblast", "rebuild mblast");
+  }();
+  return r;
+}
 
 std::string normalize_newlines(const std::string& text) {
   std::string out;
@@ -211,17 +223,18 @@ std::vector<std::string> cuda_nvcc_flags(const std::string& arch,
                       "set MBLAST_CUDA_ARCH to the GPU's sm_XY, e.g. sm_90 for an H100/H200");
   }
   const std::string code = arch.substr(3);
-  std::vector<std::string> flags(std::begin(kBaseFlags), std::end(kBaseFlags));
+  std::vector<std::string> flags = recipe().base_flags;
   flags.push_back("-gencode");
-  flags.push_back("arch=compute_" + code + ",code=[sm_" + code + ",compute_" + code + "]");
-  flags.insert(flags.end(), std::begin(kTrailingFlags), std::end(kTrailingFlags));
+  std::string gencode = recipe().gencode;
+  for (std::size_t at; (at = gencode.find("{code}")) != std::string::npos;)
+    gencode.replace(at, 6, code);
+  flags.push_back(gencode);
+  flags.insert(flags.end(), recipe().trailing_flags.begin(), recipe().trailing_flags.end());
   flags.insert(flags.end(), extra_flags.begin(), extra_flags.end());
   return flags;
 }
 
-std::string cuda_final_source(const std::string& source) {
-  return source + std::string(kHelperSuffix);
-}
+std::string cuda_final_source(const std::string& source) { return source + recipe().helper_suffix; }
 
 std::string cuda_cache_key(const std::string& source, const std::string& arch,
                            const std::vector<std::string>& extra_flags) {

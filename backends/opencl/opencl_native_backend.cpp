@@ -7,11 +7,11 @@
 
 #include "mblast/error.hpp"
 #include "mblast/eval_options.hpp"
+#include "native/native_eval.hpp"
 #include "opencl/opencl_backend.hpp"
 #include "opencl/opencl_candidate.hpp"
 #include "opencl/opencl_device.hpp"
 #include "opencl/workgroup_sweep.hpp"
-#include "native/native_eval.hpp"
 
 namespace mblast::opencl {
 
@@ -30,9 +30,9 @@ class OpenClBackend final : public NativeBackend {
   explicit OpenClBackend(const EvalOptions& options) : options_(options) {
     run_.device = options.device;
     run_.runs = options.timing_runs;
-    run_.timeout = options.timeout;
-    run_.remote = options.remote;
-    run_.remote_mblast = options.remote_mblast;
+    run_.timeout = options.native_timeout();
+    run_.remote = options.target_value("remote");
+    run_.remote_mblast = options.target_value("remote_mblast", "mblast");
   }
 
   std::string name() const override { return "opencl"; }
@@ -67,8 +67,9 @@ class OpenClBackend final : public NativeBackend {
   }
 
   std::string hardware() override {
-    if (hardware_.empty() && !options_.remote.empty() && options_.remote != "local") {
-      hardware_ = options_.remote + (options_.device.empty() ? "" : " device " + options_.device);
+    const std::string remote = options_.target_value("remote");
+    if (hardware_.empty() && !remote.empty() && remote != "local") {
+      hardware_ = remote + (options_.device.empty() ? "" : " device " + options_.device);
     }
     if (hardware_.empty()) {
       const DeviceEntry device = select_device(options_.device);

@@ -9,9 +9,9 @@
 
 #include "mblast/error.hpp"
 #include "mblast/eval_options.hpp"
+#include "native/native_eval.hpp"
 #include "rvv_runner.hpp"
 #include "rvv_sweep.hpp"
-#include "native/native_eval.hpp"
 
 namespace mblast::rvv {
 namespace {
@@ -38,11 +38,11 @@ std::vector<std::string> split_words(const std::string& text) {
 class RvvBackend final : public NativeBackend {
  public:
   explicit RvvBackend(const EvalOptions& options) : options_(options) {
-    run_.vlen = options.rvv_vlen;
-    run_.timeout = std::min(options.timeout, kMaxRunTimeout);
+    run_.vlen = std::stoi(options.target_value("vlen", "256"));
+    run_.timeout = std::min(options.native_timeout(), kMaxRunTimeout);
     run_.cache_dir = options.cache_dir;
-    run_.remote = options.remote;
-    run_.remote_prefix = split_words(options.remote_prefix);
+    run_.remote = options.target_value("remote");
+    run_.remote_prefix = split_words(options.target_value("remote_prefix"));
   }
 
   std::string name() const override { return "rvv"; }

@@ -1,6 +1,6 @@
 #pragma once
 // The RVV backend behind mblast's NativeBackend interface, for `mblast eval` and the loop.
-//   run        run_rvv_candidate at EvalOptions::rvv_vlen (cost model DLEN 128)
+//   run        run_rvv_candidate at the vlen option (cost model DLEN 128)
 //   baselines  "scalar_c_O2" (primary) and "autovec_c_O3": the problem's plain C twin <stem>.c
 //              beside it, when there is one and it is correct, priced like a candidate
 //   built-in   "lmul_choice" and "unroll_choice" (rvv_sweep.hpp)

@@ -24,6 +24,15 @@
 
 namespace mblast {
 
+// One option of a backend's own, on the command line of `eval` and `optimize` and in
+// EvalOptions::target under `key`.
+struct BackendOption {
+  std::string flag;  // "--vlen"
+  std::string key;   // "vlen"
+  std::string help;
+  std::vector<std::string> allowed;  // empty: any value
+};
+
 // What the loop and the CLI know of a backend without running it.
 struct BackendTraits {
   std::string name;                 // "cuda" | "opencl" | "rvv"
@@ -37,6 +46,7 @@ struct BackendTraits {
   bool native = false;
   std::string harness;  // the harness export_for_harness writes for ("KernelBench"); "": none
   std::function<AgentFormat(const std::string& device)> agent_format;
+  std::vector<BackendOption> options;
   // Throws input_error when the device is not one this backend takes.
   std::function<void(const std::string& device)> check_device;
 };

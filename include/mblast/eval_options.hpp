@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -31,11 +32,19 @@ struct EvalOptions {
   std::chrono::seconds compile_timeout{300};
   std::optional<std::chrono::steady_clock::time_point> until;  // a run's --time-limit
   std::filesystem::path cache_dir;  // reference outputs and CUDA builds; empty: ~/.cache/mblast
-  int rvv_vlen = 256;               // RVV: the vector length QEMU emulates, in bits
-  std::string remote;               // OpenCL: run on this target (mblast/remote.hpp); empty: here
-  std::string remote_mblast = "mblast";  // the mblast binary on a ssh or adb target
-  std::string remote_prefix;  // RVV on a remote target: run the executable through this command
-  bool use_server = false;    // CUDA `mblast eval`: judge through the eval server where it helps
+  // The backend's own options by key (BackendTraits::options: "vlen", "remote", ...); a key
+  // not given takes the backend's default.
+  std::map<std::string, std::string> target;
+  bool use_server = false;  // CUDA `mblast eval`: judge through the eval server where it helps
+
+  std::string target_value(const std::string& key, const std::string& fallback = {}) const {
+    const auto it = target.find(key);
+    return it == target.end() || it->second.empty() ? fallback : it->second;
+  }
+  // The limit of one native run: --timeout, else 600 s.
+  std::chrono::seconds native_timeout() const {
+    return timeout.count() > 0 ? timeout : std::chrono::seconds(600);
+  }
 };
 
 // The cache folder used when EvalOptions::cache_dir is empty.

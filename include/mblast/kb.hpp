@@ -166,6 +166,8 @@ class KnowledgeBase {
 
   // Runs `body` in one transaction (BEGIN IMMEDIATE ... COMMIT); the add_* calls inside join it.
   void transaction(const std::function<void()>& body);
+  // Whether a transaction() body is running on this connection now.
+  bool in_transaction() const { return in_transaction_ > 0; }
 
   void add_state(const StateRow& row);
   void add_technique(const TechniqueRow& row);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,10 +46,7 @@ struct OptimizeOptions {
   std::filesystem::path out;  // the run directory; empty: ./mblast-runs/<task>-<time>
   std::filesystem::path cache_dir;
   int prestart = 1;
-  int rvv_vlen = 256;
-  std::string remote;  // OpenCL: "ssh:HOST", "adb:SERIAL" or "local" (see mblast/remote.hpp)
-  std::string remote_mblast = "mblast";
-  std::string remote_prefix;
+  std::map<std::string, std::string> target;  // the backend's own options (EvalOptions::target)
 };
 
 // What the loop reports while it runs, for the progress line and logs.

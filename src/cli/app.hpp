@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 
 namespace mblast::cli {
@@ -28,15 +29,12 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action);
 void register_report(CLI::App& app, Globals& globals, Action& action);
 void register_internal(CLI::App& app, Globals& globals, Action& action);  // hidden
 
-// --backend, --device, --remote, --remote-prefix, --remote-mblast and --vlen, as `eval` and
+// --backend, --device and every backend's own options (the registry's), as `eval` and
 // `optimize` both take them.
 struct TargetFlags {
   std::string& backend;
   std::string& device;
-  std::string& remote;
-  std::string& remote_prefix;
-  std::string& remote_mblast;
-  int& vlen;
+  std::map<std::string, std::string>& target;
 };
 void add_target_options(CLI::App* command, const TargetFlags& flags);
 

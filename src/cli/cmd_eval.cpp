@@ -205,9 +205,7 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
                    "one process: their CUDA is compiled up front in parallel and each one after "
                    "the first finds a worker already started")
       ->required();
-  add_target_options(
-      eval, {c->options.backend, c->options.device, c->options.remote, c->options.remote_prefix,
-             c->options.remote_mblast, c->options.rvv_vlen});
+  add_target_options(eval, {c->options.backend, c->options.device, c->options.target});
   eval->add_option("--seeds", c->options.seeds,
                    "Verification trials, each with fresh inputs (default 5)")
       ->check(CLI::Range(1, 1000));

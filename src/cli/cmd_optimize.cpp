@@ -163,9 +163,7 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
       "learned to the KB. Exit 0 when the run ends (see status), 1 when it fails, 2 for bad "
       "input");
   cmd->add_option("PROBLEM", c->problem, "KernelBench problem file (Model, get_inputs, ...)");
-  add_target_options(
-      cmd, {c->options.backend, c->options.device, c->options.remote, c->options.remote_prefix,
-            c->options.remote_mblast, c->options.rvv_vlen});
+  add_target_options(cmd, {c->options.backend, c->options.device, c->options.target});
   cmd->add_option("--llm", c->options.llm,
                   "PROVIDER:MODEL (openai:, anthropic:, command:, replay:FILE) or none; default: "
                   "$MBLAST_LLM, the config file, else the first API key set, else none "

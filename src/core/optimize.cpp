@@ -40,10 +40,7 @@ EvalOptions eval_options(const OptimizeOptions& o) {
   e.profile = true;  // every candidate's signature classifies the state of the next step
   e.timeout = o.eval_timeout;
   e.compile_timeout = o.compile_timeout;
-  e.rvv_vlen = o.rvv_vlen;
-  e.remote = o.remote;
-  e.remote_mblast = o.remote_mblast;
-  e.remote_prefix = o.remote_prefix;
+  e.target = o.target;
   e.cache_dir = o.cache_dir.empty() ? default_cache_dir() : fs::absolute(o.cache_dir);
   return e;
 }

@@ -57,10 +57,7 @@ nlohmann::json options_to_json(const OptimizeOptions& o) {
           {"out", o.out.string()},
           {"cache_dir", o.cache_dir.string()},
           {"prestart", o.prestart},
-          {"rvv_vlen", o.rvv_vlen},
-          {"remote", o.remote},
-          {"remote_mblast", o.remote_mblast},
-          {"remote_prefix", o.remote_prefix}};
+          {"target", o.target}};
 }
 
 OptimizeOptions options_from_json(const nlohmann::json& j) {
@@ -107,10 +104,18 @@ OptimizeOptions options_from_json(const nlohmann::json& j) {
     read(j, "cache_dir", text);
     o.cache_dir = text;
     read(j, "prestart", o.prestart);
-    read(j, "rvv_vlen", o.rvv_vlen);
-    read(j, "remote", o.remote);
-    read(j, "remote_mblast", o.remote_mblast);
-    read(j, "remote_prefix", o.remote_prefix);
+    if (j.contains("target") && j["target"].is_object()) {
+      o.target = j["target"].get<std::map<std::string, std::string>>();
+    }
+    // Runs recorded before the backends declared their options kept them as fields.
+    for (const auto& [legacy, key] : {std::pair<const char*, const char*>{"rvv_vlen", "vlen"},
+                                      {"remote", "remote"},
+                                      {"remote_mblast", "remote_mblast"},
+                                      {"remote_prefix", "remote_prefix"}}) {
+      const auto it = j.find(legacy);
+      if (it == j.end() || it->is_null()) continue;
+      o.target[key] = it->is_string() ? it->get<std::string>() : it->dump();
+    }
   } catch (const nlohmann::json::exception& e) {
     throw input_error(std::string("the run's options are not readable: ") + e.what(),
                       "the run directory is damaged; start a new run with --out");

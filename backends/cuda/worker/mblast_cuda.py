@@ -19,6 +19,7 @@ import ast
 import ctypes
 import functools
 import hashlib
+import json
 import keyword
 import operator
 import os
@@ -49,21 +50,12 @@ __all__ = [
     "parse_host_functions",
 ]
 
-# The nvcc flags before the architecture's -gencode; cuda_build.cpp holds the same list.
-BASE_FLAGS: Tuple[str, ...] = ("-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC")
-# -z defs: an undefined symbol fails the build here rather than the dlopen in the worker.
-TRAILING_FLAGS: Tuple[str, ...] = ("-lineinfo", "-Xlinker", "-z,defs")
-
-# Appended to every source before compiling (and hashing): the library's own CUDA runtime is
-# linked statically, so only code inside the library can read its launch errors.
-HELPER_SUFFIX: str = (
-    "\n"
-    "// Appended by mblast: reads launch errors through this library's own CUDA runtime.\n"
-    'extern "C" int mblast_last_error(void) { return (int)cudaGetLastError(); }\n'
-    'extern "C" const char* mblast_error_string(int e) {\n'
-    "  return cudaGetErrorString((cudaError_t)e);\n"
-    "}\n"
-)
+# How candidate CUDA is built, shared with cuda_build.cpp: nvcc_build.json beside this file.
+_BUILD: Dict[str, Any] = json.loads((Path(__file__).resolve().parent / "nvcc_build.json").read_text())
+BASE_FLAGS: Tuple[str, ...] = tuple(_BUILD["base_flags"])
+TRAILING_FLAGS: Tuple[str, ...] = tuple(_BUILD["trailing_flags"])
+HELPER_SUFFIX: str = _BUILD["helper_suffix"]
+GENCODE: str = _BUILD["gencode"]
 
 BUILD_TIMEOUT_S: float = 180.0
 LOG_LIMIT: int = 8192
@@ -107,8 +99,7 @@ def nvcc_flags(arch: str, extra_flags: Sequence[str] = ()) -> List[str]:
     number = _ARCH_RE.fullmatch(_validate_arch(arch))
     assert number is not None
     code = number.group(1)
-    gencode = f"arch=compute_{code},code=[sm_{code},compute_{code}]"
-    return [*BASE_FLAGS, "-gencode", gencode, *TRAILING_FLAGS, *extra_flags]
+    return [*BASE_FLAGS, "-gencode", GENCODE.format(code=code), *TRAILING_FLAGS, *extra_flags]
 
 
 def final_source(source: str) -> str:

@@ -20,6 +20,7 @@ from typing import Any, BinaryIO, Dict, List, Tuple
 
 import torch
 
+from .compare import eager_error
 from .errors import TaskError, WorkerError
 from .loader import call_input_fn, construct, describe, load_problem
 from .outputs import kind_error, output_list
@@ -60,14 +61,17 @@ def _as_tensor(value: Any, name: str) -> torch.Tensor:
     raise TaskError(f"{name} is a {type(value).__name__}; native backends take tensors and numbers")
 
 
-def _errors(eager: List[torch.Tensor], ref: List[torch.Tensor]) -> Tuple[float, float]:
-    max_abs = max_rel = 0.0
+def _errors(eager: List[torch.Tensor], ref: List[torch.Tensor]) -> Tuple[float, float, float]:
+    """max |e - r|, max |e - r| / |r|, and eager_error(): the one number the tolerance policy
+    widens both atol and rtol by, for every backend (compare.widened)."""
+    max_abs = max_rel = policy = 0.0
     for e, r in zip(eager, ref):
         diff = (e.double() - r).abs()
         if diff.numel():
             max_abs = max(max_abs, float(diff.max()))
             max_rel = max(max_rel, float((diff / r.abs().clamp_min(1e-12)).max()))
-    return max_abs, max_rel
+            policy = max(policy, eager_error(e, r))
+    return max_abs, max_rel, policy
 
 
 def make_bundles(problem_path: str, out_dir: str, seeds: int, first_seed: int, runs: int) -> Dict[str, Any]:
@@ -76,7 +80,7 @@ def make_bundles(problem_path: str, out_dir: str, seeds: int, first_seed: int, r
     os.makedirs(out_dir, exist_ok=True)
     meta: Dict[str, Any] = {"problem": os.path.abspath(problem_path), "seeds": [], "torch_version": torch.__version__,
                             "threads": torch.get_num_threads()}
-    worst_abs = worst_rel = 0.0
+    worst_abs = worst_rel = worst_policy = 0.0
     timing_inputs: List[Any] = []
     model32 = None
     for seed in range(first_seed, first_seed + seeds):
@@ -98,8 +102,9 @@ def make_bundles(problem_path: str, out_dir: str, seeds: int, first_seed: int, r
         eager, ref = output_list(eager_value), output_list(ref_value)
         if eager is None or ref is None or not all(isinstance(t, torch.Tensor) for t in eager + ref):
             raise TaskError(f"{problem_path}: {kind_error(eager_value)}")
-        abs_err, rel_err = _errors(eager, ref)
+        abs_err, rel_err, policy_err = _errors(eager, ref)
         worst_abs, worst_rel = max(worst_abs, abs_err), max(worst_rel, rel_err)
+        worst_policy = max(worst_policy, policy_err)
         params = [(name, t) for name, t in model.state_dict().items()]
         name = f"seed-{seed}.mbtb"
         with open(os.path.join(out_dir, name + ".tmp"), "wb") as out:
@@ -118,7 +123,7 @@ def make_bundles(problem_path: str, out_dir: str, seeds: int, first_seed: int, r
             meta["parameters"] = [_describe(n, t) for n, t in params]
             meta["outputs"] = [_describe(f"output{i}", e) for i, e in enumerate(eager)]
             timing_inputs, model32 = inputs, model
-    meta["eager"] = {"max_abs_err": worst_abs, "max_rel_err": worst_rel}
+    meta["eager"] = {"max_abs_err": worst_abs, "max_rel_err": worst_rel, "policy_err": worst_policy}
     if model32 is not None and runs > 0:
         model32(*timing_inputs)  # warm-up
         times = []

@@ -1,0 +1,291 @@
+// The MAIC-RL loop in-process, against a scripted backend and a fake LLM: no Python, no worker,
+// no GPU. Each test is a rule of the loop: the baseline, the reward, budgets, the time limit,
+// resume, exploration, and where the critic is asked.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "core/loop.hpp"
+#include "mblast/backend.hpp"
+#include "mblast/error.hpp"
+#include "mblast/kb.hpp"
+#include "test_support.hpp"
+
+namespace mblast {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+// A backend whose verdicts are a script: a built-in writes "# transform NAME" and is judged by
+// the speedup the script gives NAME (absent: incorrect); any other candidate by `llm_speedup`.
+class FakeBackend : public Backend {
+ public:
+  FakeBackend() {
+    traits_.name = "cuda";  // the KB's CUDA catalogue supplies the techniques
+    traits_.candidate_extension = ".py";
+    traits_.default_device = "cuda";
+    traits_.agent_format = [](const std::string&) {
+      return AgentFormat{
+          "backend_cuda", "custom CUDA kernels", {{"model_new.py", "python"}}, true, true};
+    };
+    traits_.check_device = [](const std::string&) {};
+  }
+
+  const BackendTraits& traits() const override { return traits_; }
+  std::optional<EvalResult> measured_baseline() override { return std::nullopt; }
+  std::string hardware(const EvalResult&) override { return "fake GPU"; }
+  Artifact build(const fs::path& candidate) override { return {candidate}; }
+
+  EvalResult evaluate(const Artifact& artifact, bool compile_baseline) override {
+    ++evaluations;
+    std::ifstream in(artifact.candidate);
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    judged.push_back(text);
+    if (compile_baseline) compile_baselines++;
+    if (stop_in_flight) {
+      EvalResult stopped =
+          EvalResult::failure(ErrorKind::timeout, "timed out: the run's --time-limit");
+      stopped.stopped_by_time_limit = true;
+      return stopped;
+    }
+    EvalResult r;
+    r.ref_ms = 1.0;
+    r.device_name = "fake GPU";
+    r.torch_version = "2.11.0";
+    r.signature = {{"total_ms", 1.0}, {"kernel_count", 3}};
+    std::optional<double> speedup;
+    if (text.rfind("# reference", 0) == 0) {
+      speedup = 1.0;
+      r.compile_ms = 0.5;
+    } else if (text.rfind("# transform ", 0) == 0) {
+      const std::string name = text.substr(12, text.find('\n') - 12);
+      if (auto it = speedups.find(name); it != speedups.end()) speedup = it->second;
+    } else {
+      speedup = llm_speedup;
+    }
+    if (!speedup) return EvalResult::failure(ErrorKind::mismatch, "wrong values at index [0]");
+    r.correct = true;
+    r.speedup = *speedup;
+    r.cand_ms = 1.0 / *speedup;
+    return r;
+  }
+
+  std::string assemble(const std::vector<std::pair<std::string, std::string>>& files) override {
+    return files.front().second + "\n";
+  }
+  Builtin builtin(const std::string& transform, const fs::path&, bool) override {
+    if (transform == "reference") return {"# reference\n", ""};
+    return {"# transform " + transform + "\n", ""};
+  }
+  bool export_for_harness(const fs::path&, const fs::path&) override { return false; }
+  void set_deadline(std::chrono::steady_clock::time_point until) override { deadline = until; }
+
+  std::map<std::string, double> speedups;  // built-in transform -> the speedup it reaches
+  std::optional<double> llm_speedup;
+  bool stop_in_flight = false;
+  int evaluations = 0;
+  int compile_baselines = 0;
+  std::vector<std::string> judged;
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+
+ private:
+  BackendTraits traits_;
+};
+
+// A scripted LLM; `during` runs inside every call (to look at the KB then).
+class FakeLlm : public LlmClient {
+ public:
+  explicit FakeLlm(std::deque<std::string> answers) : answers_(std::move(answers)) {}
+  LlmResponse complete(const LlmRequest& request) override {
+    roles.push_back(request.role_tag);
+    if (during) during(request);
+    if (answers_.empty()) throw job_error("fake LLM: no answer left");
+    LlmResponse r;
+    r.text = answers_.front();
+    answers_.pop_front();
+    r.output_tokens = 10;
+    r.finish_reason = "stop";
+    r.provider = "fake";
+    r.model = "test";
+    return r;
+  }
+  std::string name() const override { return "fake:test"; }
+
+  std::vector<std::string> roles;
+  std::function<void(const LlmRequest&)> during;
+
+ private:
+  std::deque<std::string> answers_;
+};
+
+class LoopTest : public ::testing::Test {
+ protected:
+  OptimizeOptions options(int steps) const {
+    OptimizeOptions o;
+    o.problem = fs::path(MBLAST_SOURCE_DIR) / "tests" / "problems" / "relu_small.py";
+    o.backend = "cuda";
+    o.device = "cuda";
+    o.iterations = 1;
+    o.steps = steps;
+    o.seed = 3;
+    o.kb = dir_ / "kb.sqlite";
+    return o;
+  }
+
+  RunDir& run_dir() {
+    if (!run_) {
+      run_ = std::make_unique<RunDir>(RunDir::create(dir_ / "run"));
+      run_->write_config({{"options", options_to_json(options(1))}});
+    }
+    return *run_;
+  }
+
+  nlohmann::json run(const OptimizeOptions& o, optimize_detail::Agents& agents) {
+    KnowledgeBase kb(o.kb);
+    Loop loop(o, backend_, kb, agents, run_dir(), Resumed::from(run_dir()), {});
+    return loop.run();
+  }
+
+  nlohmann::json run_builtins(const OptimizeOptions& o) {
+    optimize_detail::Agents none;
+    none.description = "none";
+    return run(o, none);
+  }
+
+  std::vector<nlohmann::json> attempts() {
+    KnowledgeBase kb(dir_ / "kb.sqlite");
+    return kb.query({.kind = "attempts"});
+  }
+
+  TempDir dir_;
+  FakeBackend backend_;
+  std::unique_ptr<RunDir> run_;
+};
+
+TEST_F(LoopTest, TheReferenceIsTheBaselineJudgedOnceWithTorchCompile) {
+  const auto summary = run_builtins(options(1));
+  EXPECT_EQ(backend_.judged.front(), "# reference\n");
+  EXPECT_EQ(backend_.compile_baselines, 1);
+  EXPECT_EQ(summary["baseline_ms"], 1.0);
+  EXPECT_EQ(summary["compile_ms"], 0.5);
+  EXPECT_EQ(summary["hardware"], "fake GPU");
+  KnowledgeBase kb(dir_ / "kb.sqlite");
+  EXPECT_EQ(kb.query({.kind = "runs"}).size(), 1u);
+}
+
+TEST_F(LoopTest, TheRewardIsTheLogOfTheGainOverTheCurrentBest) {
+  backend_.speedups = {{"cuda_graph", 2.0},
+                       {"torch_compile", 3.0},
+                       {"torch_compile_max_autotune", 3.0},
+                       {"torch_compile_cudagraphs", 3.0},
+                       {"channels_last", 3.0},
+                       {"cudnn_benchmark", 3.0}};
+  const auto summary = run_builtins(options(2));
+  const auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 2u);
+  // The first built-in lifts 1x to its speedup; the second is judged against that new best.
+  const double first = steps[0]["speedup"].get<double>();
+  EXPECT_NEAR(steps[0]["reward"].get<double>(), std::log(first), 1e-12);
+  EXPECT_TRUE(steps[0]["improved"].get<bool>());
+  const double second = steps[1]["speedup"].get<double>();
+  EXPECT_NEAR(steps[1]["reward"].get<double>(), std::log(second / first), 1e-12);
+  EXPECT_EQ(summary["best_speedup"], std::max(first, second));
+  EXPECT_EQ(attempts().size(), 2u);
+}
+
+TEST_F(LoopTest, AWrongCandidateEarnsTheFailureRewardAndIsNotAccepted) {
+  const auto summary = run_builtins(options(1));  // no transform has a speedup: all incorrect
+  const auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0]["outcome"], "incorrect");
+  EXPECT_EQ(steps[0]["reward"], -1.0);
+  EXPECT_FALSE(steps[0]["improved"].get<bool>());
+  EXPECT_FALSE(summary["correct"].get<bool>());
+}
+
+TEST_F(LoopTest, TheEvaluationBudgetEndsTheRunBeforeAnotherStep) {
+  auto o = options(5);
+  o.max_evaluations = 2;  // the reference and one candidate
+  const auto summary = run_builtins(o);
+  EXPECT_EQ(summary["status"], "budget");
+  EXPECT_EQ(summary["evaluations"], 2);
+  EXPECT_EQ(backend_.evaluations, 2);
+}
+
+TEST_F(LoopTest, TheTimeLimitStopsTheStepInFlightAndRecordsNoAttempt) {
+  auto o = options(3);
+  o.time_limit_minutes = 10;
+  backend_.stop_in_flight = true;  // the backend reports the run's deadline passed mid-evaluation
+  const auto summary = run_builtins(o);
+  EXPECT_EQ(summary["status"], "budget");
+  EXPECT_NE(summary["stop_reason"].get<std::string>().find("in flight was stopped"),
+            std::string::npos);
+  ASSERT_TRUE(backend_.deadline.has_value());  // the loop told the backend when the run ends
+  EXPECT_TRUE(attempts().empty());
+  EXPECT_TRUE(run_dir().evaluations().empty());  // not stored: a resumed run judges it again
+}
+
+TEST_F(LoopTest, AResumedRunJudgesNothingTwice) {
+  backend_.speedups = {{"cuda_graph", 1.5},
+                       {"torch_compile", 1.2},
+                       {"channels_last", 1.1},
+                       {"cudnn_benchmark", 1.05},
+                       {"torch_compile_max_autotune", 1.3},
+                       {"torch_compile_cudagraphs", 1.4}};
+  run_builtins(options(2));
+  const int first_run = backend_.evaluations;
+  EXPECT_EQ(first_run, 3);  // the reference and two candidates
+  const auto summary = run_builtins(options(3));
+  EXPECT_EQ(run_dir().steps().size(), 3u);
+  EXPECT_EQ(backend_.evaluations - first_run, 1);  // only the third step's candidate
+  EXPECT_EQ(summary["evaluations"], 4);
+  EXPECT_EQ(attempts().size(), 3u);
+}
+
+TEST_F(LoopTest, StepsExploreADifferentTechniqueEachTime) {
+  const auto summary = run_builtins(options(4));
+  std::set<std::string> techniques;
+  for (const auto& step : run_dir().steps())
+    techniques.insert(step["technique"].get<std::string>());
+  EXPECT_EQ(techniques.size(), 4u);  // nothing improved, so no technique is tried twice
+  EXPECT_EQ(summary["steps"], 4);
+}
+
+TEST_F(LoopTest, TheCriticIsAskedOutsideTheKbTransaction) {
+  backend_.llm_speedup = 1.25;
+  auto o = options(1);
+  o.techniques = {"cuda/fuse-elementwise-into-producer"};
+  KnowledgeBase probe(o.kb);
+  auto critic = std::make_unique<FakeLlm>(
+      std::deque<std::string>{"```json\n{\"edits\": [{\"op\": \"add_claim\", \"text\": \"Fusing "
+                              "the tail pays on a fake GPU\", "
+                              "\"state_id\": null, \"technique_id\": "
+                              "\"cuda/fuse-elementwise-into-producer\", \"backend\": \"cuda\", "
+                              "\"evidence\": \"support\", \"note\": \"test\"}]}\n```"});
+  std::vector<bool> in_transaction;
+  FakeLlm* critic_ptr = critic.get();
+  optimize_detail::Agents agents;
+  agents.description = "fake";
+  agents.actor = std::make_unique<FakeLlm>(
+      std::deque<std::string>{"```python file=model_new.py\nclass ModelNew: pass\n```"});
+  agents.critic = std::move(critic);
+  KnowledgeBase kb(o.kb);
+  critic_ptr->during = [&](const LlmRequest&) { in_transaction.push_back(kb.in_transaction()); };
+  Loop loop(o, backend_, kb, agents, run_dir(), Resumed::from(run_dir()), {});
+  const auto summary = loop.run();
+  ASSERT_EQ(critic_ptr->roles, std::vector<std::string>{"critic"});
+  EXPECT_EQ(in_transaction, std::vector<bool>{false});
+  const auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0]["critic"], "llm");
+  EXPECT_EQ(steps[0]["claims"], 1);
+  EXPECT_EQ(summary["best_speedup"], 1.25);
+}
+
+}  // namespace
+}  // namespace mblast
