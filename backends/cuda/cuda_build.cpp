@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// How candidate CUDA is built: worker/nvcc_build.json, the one definition that mblast_cuda.py
+// How candidate CUDA is built: worker/nvcc_build.json, the one definition that mblast_cuda/nvcc.py
 // reads too (embedded here with the worker).
 struct BuildRecipe {
   std::vector<std::string> base_flags, trailing_flags;

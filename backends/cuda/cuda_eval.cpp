@@ -223,7 +223,8 @@ nlohmann::json eval_request(const EvalOptions& options, const fs::path& candidat
       {"timing", options.timing ? nlohmann::json{{"runs", options.timing_runs},
                                                  {"warmup", 5},
                                                  {"input_sets", 3},
-                                                 {"l2_flush", true}}
+                                                 {"l2_flush", true},
+                                                 {"autograd", options.timing_autograd}}
                                 : nlohmann::json()},
   };
 }

@@ -17,12 +17,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cuda/cuda_eval.hpp"
+#include "cuda/worker_pool.hpp"
 #include "mblast/error.hpp"
-#include "mblast/support.hpp"
 #include "mblast/process.hpp"
 #include "mblast/python.hpp"
-#include "cuda/worker_pool.hpp"
-#include "cuda/cuda_eval.hpp"
+#include "mblast/support.hpp"
 
 extern char** environ;
 
@@ -304,6 +304,7 @@ json eval_options_to_json(const EvalOptions& o) {
           {"allow_tf32", o.allow_tf32},
           {"timing", o.timing},
           {"timing_runs", o.timing_runs},
+          {"timing_autograd", o.timing_autograd},
           {"compile_baseline", o.compile_baseline},
           {"profile", o.profile},
           {"timeout_s", o.timeout.count()},
@@ -324,6 +325,7 @@ EvalOptions eval_options_from_json(const json& j) {
   o.allow_tf32 = j.value("allow_tf32", o.allow_tf32);
   o.timing = j.value("timing", o.timing);
   o.timing_runs = j.value("timing_runs", o.timing_runs);
+  o.timing_autograd = j.value("timing_autograd", o.timing_autograd);
   o.compile_baseline = j.value("compile_baseline", o.compile_baseline);
   o.profile = j.value("profile", o.profile);
   o.timeout = std::chrono::seconds(j.value("timeout_s", std::int64_t{0}));

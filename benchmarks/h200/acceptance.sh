@@ -2,10 +2,11 @@
 # The judge's acceptance run on the GPU machine, from the repository root:
 #
 #   benchmarks/h200/acceptance.sh prepare            # here: build, bundle, copy KernelBench into .kb/
-#   benchmarks/h200/acceptance.sh a|b|all [DEADLINE [ONLY]]  # there, carry [".device", ".kb"]
+#   benchmarks/h200/acceptance.sh a|b|c|d|all [DEADLINE [ONLY]]  # there, carry [".device", ".kb"]
 #
 # Part a (env, first-vs-later, agreement with KernelBench's harness, spread, anti-cheat, isolation,
-# latency) and part b (fairness and memory over every level 1-3 problem) each fit one device call;
+# latency), part b (fairness and memory over every level 1-3 problem) and part c (what part a
+# leaves after fixes: isolation, agreement, latency, the fingerprint caches) each fit one call;
 # DEADLINE (seconds, default 540) bounds what starts; ONLY names a file of problems (level1/NAME
 # per line) that the fairness section judges instead of all. Results land in $OUT/acceptance
 # (results.json, table.md, log.txt, records.tar.gz); the table is printed last.
@@ -23,8 +24,8 @@ case "$part" in
     du -sh .device .kb
     exit 0
     ;;
-  a|b|all|before) ;;
-  *) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  a|b|c|d|all|before) ;;
+  *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
 out=${OUT:-acceptance-results}/acceptance
 mkdir -p "$out"

@@ -22,7 +22,10 @@ struct EvalOptions {
   std::string tolerance_policy = "eager-widened";  // or "strict"
   bool allow_tf32 = false;
   bool timing = true;
-  int timing_runs = 100;          // at most; CUDA times fewer where they would exceed about 0.4 s
+  int timing_runs = 100;  // at most; CUDA times fewer where they would exceed about 0.4 s
+  // CUDA: timed calls record autograd as a plain call and KernelBench's harness do; false times
+  // them under torch.no_grad(). Correctness trials never record it.
+  bool timing_autograd = true;
   bool compile_baseline = false;  // also time torch.compile of the reference
   bool profile = false;  // profile signatures of candidate and reference (PyTorch profiler)
   // A candidate's limit (CallLimits): 0 derives it from the reference (a minute plus 1000 x

@@ -39,7 +39,8 @@ struct OptimizeOptions {
   bool allow_bf16 = false;
   std::uint64_t seed = 1;
   int verify_seeds = 5;
-  int timing_runs = 100;  // at most; CUDA times fewer where they would exceed about 0.4 s
+  int timing_runs = 100;        // at most; CUDA times fewer where they would exceed about 0.4 s
+  bool timing_autograd = true;  // EvalOptions::timing_autograd
   std::chrono::seconds eval_timeout{0};  // 0: derived from the reference (EvalOptions::timeout)
   std::chrono::seconds compile_timeout{300};
   std::filesystem::path kb;

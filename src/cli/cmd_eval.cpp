@@ -26,6 +26,7 @@ struct EvalCommand {
   std::string cache_dir;
   bool strict = false;
   bool no_timing = false;
+  bool no_grad_timing = false;
   int timeout_s = 0;
   int compile_timeout_s = 300;
   int prestart = 1;
@@ -222,6 +223,10 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
                    "fewer where they would take over about 0.4 s, never under 20)")
       ->check(CLI::Range(1, 100000));
   eval->add_flag("--no-timing", c->no_timing, "Verify only");
+  eval->add_flag(
+      "--no-grad-timing", c->no_grad_timing,
+      "Time forward calls under torch.no_grad() (CUDA). By default they record autograd, "
+      "as a plain call and KernelBench's harness do; correctness trials never do");
   eval->add_flag("--profile", c->options.profile,
                  "Profile candidate and reference with the PyTorch profiler and report their "
                  "signatures (op and kernel time shares, idle fraction, speed-of-light fractions)");
@@ -261,6 +266,7 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
       options.cache_dir = c->cache_dir;
       options.tolerance_policy = c->strict ? "strict" : "eager-widened";
       options.timing = !c->no_timing;
+      options.timing_autograd = !c->no_grad_timing;
       options.timeout = std::chrono::seconds(c->timeout_s);
       options.compile_timeout = std::chrono::seconds(c->compile_timeout_s);
       std::vector<std::filesystem::path> files = {options.problem};

@@ -26,6 +26,7 @@ struct OptimizeCommand {
   std::optional<double> time_limit, max_cost;
   std::optional<std::int64_t> max_tokens;
   bool json = false;
+  bool no_grad_timing = false;
 };
 
 std::string fixed(const nlohmann::json& value, const char* format, const char* none = "-") {
@@ -212,6 +213,9 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
                   "Timed runs per candidate, at most (default 100; on CUDA fewer where they would "
                   "take over about 0.4 s, never under 20)")
       ->check(CLI::Range(1, 100000));
+  cmd->add_flag("--no-grad-timing", c->no_grad_timing,
+                "Time candidates under torch.no_grad() (CUDA); by default timed calls record "
+                "autograd, as KernelBench's harness times them");
   cmd->add_option("--timeout", c->timeout_s,
                   "Seconds a candidate's worker may take in all before it is killed. Default: "
                   "derived from the reference, a minute plus 1000 x eager's time once the problem "
@@ -233,6 +237,7 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
       o.max_tokens = c->max_tokens;
       o.max_cost_usd = c->max_cost;
       o.eval_timeout = std::chrono::seconds(c->timeout_s);
+      if (c->no_grad_timing) o.timing_autograd = false;
       o.compile_timeout = std::chrono::seconds(c->compile_timeout_s);
       o.cache_dir = c->cache_dir;
       if (!c->config.empty()) o.llm_config = c->config;

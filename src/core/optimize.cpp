@@ -37,6 +37,7 @@ EvalOptions eval_options(const OptimizeOptions& o) {
   e.tolerance_policy = o.strict_tolerance ? "strict" : "eager-widened";
   e.allow_tf32 = o.allow_tf32;
   e.timing_runs = o.timing_runs;
+  e.timing_autograd = o.timing_autograd;
   e.profile = true;  // every candidate's signature classifies the state of the next step
   e.timeout = o.eval_timeout;
   e.compile_timeout = o.compile_timeout;

@@ -51,6 +51,7 @@ nlohmann::json options_to_json(const OptimizeOptions& o) {
           {"seed", o.seed},
           {"verify_seeds", o.verify_seeds},
           {"timing_runs", o.timing_runs},
+          {"timing_autograd", o.timing_autograd},
           {"eval_timeout_s", o.eval_timeout.count()},
           {"compile_timeout_s", o.compile_timeout.count()},
           {"kb", o.kb.string()},
@@ -89,6 +90,7 @@ OptimizeOptions options_from_json(const nlohmann::json& j) {
     read(j, "seed", o.seed);
     read(j, "verify_seeds", o.verify_seeds);
     read(j, "timing_runs", o.timing_runs);
+    read(j, "timing_autograd", o.timing_autograd);
     std::int64_t timeout = o.eval_timeout.count();
     read(j, "eval_timeout_s", timeout);
     o.eval_timeout = std::chrono::seconds(timeout);

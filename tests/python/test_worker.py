@@ -9,7 +9,7 @@ from typing import Any, Dict, Optional
 import pytest
 
 from conftest import (FAST_TIMING, PROBLEMS, brief, cpu_candidate, eval_request, evaluate, evaluate_many,
-                      problem, run_worker)
+                      TEST_DEVICE, problem, run_worker)
 
 GOOD_PROBLEMS = ["relu_small", "matmul_small", "tiny_output", "softmax_small", "sum_reduction_small", "linear_small"]
 
@@ -193,6 +193,24 @@ def test_a_repeated_eval_takes_everything_that_depends_on_the_problem_from_the_c
     assert second["eager_max_abs_err"] == first["eager_max_abs_err"]
     assert second["phase_seconds"]["load/prepare"] < first["phase_seconds"]["load/prepare"]
     assert not any("cache" in note for note in first["notes"] + second["notes"])
+
+@pytest.mark.skipif(TEST_DEVICE != "cpu", reason="the memo's key is read on the host: a gain only on the CPU")
+def test_a_memo_of_exact_inputs_is_flagged_by_new_inputs(tmp_path: Path) -> None:
+    timing = {"runs": 10, "warmup": 2, "input_sets": 2, "l2_flush": False}
+    memo = evaluate(eval_request(problem("matmul_medium"), cpu_candidate("exact_memo"), timing=timing), tmp_path / "m")
+    assert memo["correct"] is False and "result_cache" in memo["flags"], brief(memo)
+    assert any("inputs it had not seen" in note for note in memo["notes"]), memo["notes"]
+    plain = evaluate(eval_request(problem("matmul_medium"), problem("matmul_medium"), timing=timing), tmp_path / "p")
+    assert plain["correct"] is True and "result_cache" not in plain["flags"], brief(plain)
+
+
+def test_timed_calls_record_autograd_as_kernelbench_times_them(tmp_path: Path) -> None:
+    base = eval_request(problem("relu_small"), cpu_candidate("grad_mode_probe"))
+    recorded = evaluate(base, tmp_path / "autograd")
+    assert recorded["correct"] is False and "while timed" in (recorded["error"] or ""), brief(recorded)
+    plain = evaluate(dict(base, timing=dict(FAST_TIMING, autograd=False)), tmp_path / "no_grad")
+    assert plain["correct"] is True and plain["speedup"] is not None
+
 
 def test_phase_seconds_account_for_the_eval(results: Dict[str, Dict[str, Any]]) -> None:
     phases = results["correct_relu"]["phase_seconds"]

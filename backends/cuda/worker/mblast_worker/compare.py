@@ -11,7 +11,7 @@ near zero, so it stays finite on outputs with exact zeros.
 
 import math
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator, List, Optional, Sequence, Tuple
 
 import torch
@@ -115,24 +115,37 @@ def poison_word(value: float) -> int:
     return struct.unpack("<I", struct.pack("<f", value))[0]
 
 
-def count_poison(chunk: torch.Tensor, word: int) -> int:
-    """Elements of a flat chunk whose bits are what poisoning with the float32 word left there."""
+def count_poison(chunk: torch.Tensor, word: int) -> torch.Tensor:
+    """Elements of a flat chunk whose bits are what poisoning with the float32 word left there (a
+    0-d tensor on the chunk's device: read it when needed)."""
     if chunk.dtype == torch.bool:
         chunk = chunk.view(torch.uint8)
     width = chunk.element_size()
+    none = torch.zeros((), dtype=torch.int64, device=chunk.device)
     if width not in _INT_VIEW:
-        return 0
+        return none
     bits = chunk.view(_INT_VIEW[width])
     hits = None
     for pattern in _poison_patterns(word, width):
         eq = bits == _signed(pattern, width)
         hits = eq if hits is None else hits | eq
-    return int(hits.sum()) if hits is not None else 0
+    return hits.sum() if hits is not None else none
+
+
+# Running statistics of DiffAccumulator, as positions in its two float64 vectors on the chunks'
+# device: sums add up chunk by chunk, maxima take the larger; nothing is read back before result().
+_SUMS = ("err_sq", "ref_sq", "err_sum", "signed_sum", "scaling", "nonzero_c", "nonzero_r", "widespread",
+         "digest0", "digest1", "digest2", "poison", "bad_nonfinite", "special")
+_MAXES = ("max_rel", "policy_err", "max_abs", "ref_max")
+_S = {name: i for i, name in enumerate(_SUMS)}
+_M = {name: i for i, name in enumerate(_MAXES)}
 
 
 @dataclass
 class DiffAccumulator:
-    """diff() over one output, fed in order by chunks of its flattened values."""
+    """diff() over one output, fed in order by chunks of its flattened values. Every statistic
+    stays on the chunks' device until result(): a chunk costs kernel launches, never a wait for
+    the device (an output of 2e9 elements is 500 chunks)."""
 
     tol: Tol
     rel_floor: float
@@ -140,113 +153,86 @@ class DiffAccumulator:
     scale_hint: Optional[float] = None  # max |ref| when known ahead (for widespread_fraction)
     poison: Optional[int] = None  # float32 word to count (poison_word), or None
     n: int = 0
-    worst_ratio: float = -1.0
-    worst_flat: int = 0
-    worst_cand: Optional[float] = None
-    worst_ref: Optional[float] = None
-    max_rel: float = 0.0
-    max_abs: float = 0.0
-    policy_err: float = 0.0
-    err_sq: float = 0.0
-    ref_sq: float = 0.0
-    ref_max: float = 0.0
-    err_sum: float = 0.0
-    signed_sum: float = 0.0
-    scaling: float = 0.0
-    nonzero_c: int = 0
-    nonzero_r: int = 0
-    widespread: int = 0
-    bad_nonfinite: bool = False
-    special_any: bool = False
-    poison_count: int = 0
-    sums: List[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    _sums: Optional[torch.Tensor] = None
+    _maxes: Optional[torch.Tensor] = None
+    _worst: Optional[torch.Tensor] = None  # ratio, flat index, candidate's value, reference's value
 
     def add(self, cand: torch.Tensor, ref: torch.Tensor) -> None:
         """cand: a flat chunk of the candidate's output (any dtype); ref: the same elements of the
         reference (any floating dtype, any device)."""
-        if self.poison is not None:
-            self.poison_count += count_poison(cand, self.poison)
+        offset = self.n
+        self.n += cand.numel()
+        if cand.numel() == 0:
+            return
         c = cand.to(torch.float64)
         r = ref.to(device=c.device, dtype=torch.float64)
-        offset = self.n
-        self.n += c.numel()
-        if c.numel() == 0:
-            return
-        self._digest(c, offset)
-        self.nonzero_c += int(torch.count_nonzero(c))
-        self.nonzero_r += int(torch.count_nonzero(r))
-        finite = math.isfinite(float(c.sum())) and math.isfinite(float(r.sum()))
-        if finite:
-            signed = c - r
-            abs_r = r.abs()
-        else:
-            c_fin, r_fin = torch.isfinite(c), torch.isfinite(r)
-            both = c_fin & r_fin
-            same_special = (torch.isnan(c) & torch.isnan(r)) | (~r_fin & ~torch.isnan(r) & (c == r))
-            special_bad = ~both & ~same_special
-            if bool((r_fin & ~c_fin).any()):
-                self.bad_nonfinite = True
-            if bool(special_bad.any()):
-                self.special_any = True
-            zero = torch.zeros((), dtype=torch.float64, device=c.device)
-            signed = torch.where(both, c - r, zero)
-            abs_r = torch.where(r_fin, r.abs(), zero)
-            r = torch.where(r_fin, r, zero)
+        nonzero_r = torch.count_nonzero(r)
+        if self._sums is None:
+            self._sums = torch.zeros(len(_SUMS), dtype=torch.float64, device=c.device)
+            self._maxes = torch.zeros(len(_MAXES), dtype=torch.float64, device=c.device)
+            self._worst = torch.tensor([-1.0, 0.0, 0.0, 0.0], dtype=torch.float64, device=c.device)
+        c_fin, r_fin = torch.isfinite(c), torch.isfinite(r)
+        both = c_fin & r_fin
+        # Where either side is not finite, the two agree only as NaN and NaN or as the same infinity.
+        special_bad = ~both & ~((c == r) | (torch.isnan(c) & torch.isnan(r)))
+        zero = torch.zeros((), dtype=torch.float64, device=c.device)
+        signed = torch.where(both, c - r, zero)
+        r = torch.where(r_fin, r, zero)
+        abs_r = r.abs()
         err = signed.abs()
         ratio = err / (abs_r * self.tol.rtol + self.tol.atol)
-        if not finite:
-            ratio.masked_fill_(special_bad, math.inf)
-        flat = int(ratio.argmax())
-        value = float(ratio[flat])
-        if value > self.worst_ratio:
-            self.worst_ratio, self.worst_flat = value, offset + flat
-            self.worst_cand, self.worst_ref = float(c[flat]), float(r[flat])
-        self.max_rel = max(self.max_rel, float((err / (abs_r + self.rel_floor)).max()))
-        self.policy_err = max(self.policy_err, float((err / (abs_r + 1.0)).max()))
-        self.max_abs = max(self.max_abs, float(err.max()))
-        self.err_sq += float(torch.dot(err, err))
-        self.ref_sq += float(torch.dot(abs_r, abs_r))
-        self.ref_max = max(self.ref_max, float(abs_r.max()))
-        self.err_sum += float(err.sum())
-        self.signed_sum += float(signed.sum())
-        self.scaling += float(torch.dot(signed, torch.sign(r)))
-        scale = self.scale_hint if self.scale_hint is not None else self.ref_max
-        self.widespread += int(torch.count_nonzero(err > 1e-5 * scale))
-
-    def _digest(self, c: torch.Tensor, offset: int) -> None:
+        ratio.masked_fill_(special_bad, math.inf)
+        ref_max = torch.maximum(self._maxes[_M["ref_max"]], abs_r.max())
+        scale = self.scale_hint if self.scale_hint is not None else ref_max
         clean = torch.nan_to_num(c, nan=7.0, posinf=11.0, neginf=-11.0)
-        self.sums[0] += float(clean.sum())
-        self.sums[1] += float(torch.dot(clean, clean))
         weights = (torch.arange(offset, offset + c.numel(), device=c.device, dtype=torch.int64) % 1021 + 1)
-        self.sums[2] += float(torch.dot(clean, weights.to(torch.float64)))
+        sums = [
+            torch.dot(err, err), torch.dot(abs_r, abs_r), err.sum(), signed.sum(), torch.dot(signed, torch.sign(r)),
+            torch.count_nonzero(c), nonzero_r, torch.count_nonzero(err > 1e-5 * scale),
+            clean.sum(), torch.dot(clean, clean), torch.dot(clean, weights.to(torch.float64)),
+            count_poison(cand, self.poison) if self.poison is not None else zero,
+            torch.count_nonzero(r_fin & ~c_fin), torch.count_nonzero(special_bad),
+        ]
+        self._sums += torch.stack([s.to(torch.float64) for s in sums])
+        maxes = torch.stack([(err / (abs_r + self.rel_floor)).max(), (err / (abs_r + 1.0)).max(), err.max(), ref_max])
+        self._maxes = torch.maximum(self._maxes, maxes)
+        value, flat = ratio.max(dim=0)
+        here = torch.stack([value, (flat + offset).to(torch.float64), c[flat], r[flat]])
+        self._worst = torch.where(value > self._worst[0], here, self._worst)
 
     def result(self) -> OutputDiff:
         n = self.n
-        if n == 0:
+        if n == 0 or self._sums is None:
             return OutputDiff(0.0, 0.0, 0.0, 0.0, [], None, None, False, False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-        ref_norm, err_norm = math.sqrt(self.ref_sq), math.sqrt(self.err_sq)
-        bias = max(abs(self.signed_sum), abs(self.scaling)) / self.err_sum if self.err_sum > 0 else 0.0
+        s, m = self._sums.tolist(), self._maxes.tolist()
+        worst_ratio, worst_flat, worst_cand, worst_ref = self._worst.tolist()
+        special_any = s[_S["special"]] > 0
+        ref_norm, err_norm = math.sqrt(s[_S["ref_sq"]]), math.sqrt(s[_S["err_sq"]])
+        err_sum = s[_S["err_sum"]]
+        bias = max(abs(s[_S["signed_sum"]]), abs(s[_S["scaling"]])) / err_sum if err_sum > 0 else 0.0
+        max_abs, ref_max = m[_M["max_abs"]], m[_M["ref_max"]]
+        found = worst_ratio >= 0
         return OutputDiff(
-            max_abs=math.inf if self.special_any else self.max_abs,
-            max_rel=math.inf if self.special_any else self.max_rel,
+            max_abs=math.inf if special_any else max_abs,
+            max_rel=math.inf if special_any else m[_M["max_rel"]],
             rel_l2=_rel_l2(err_norm, ref_norm),
-            worst_ratio=self.worst_ratio,
-            worst_index=unravel(self.worst_flat, self.shape),
-            worst_cand=self.worst_cand,
-            worst_ref=self.worst_ref,
-            bad_nonfinite=self.bad_nonfinite,
-            special_mismatch=self.special_any,
+            worst_ratio=worst_ratio,
+            worst_index=unravel(int(worst_flat), self.shape),
+            worst_cand=worst_cand if found else None,
+            worst_ref=worst_ref if found else None,
+            bad_nonfinite=s[_S["bad_nonfinite"]] > 0,
+            special_mismatch=special_any,
             ref_norm=ref_norm,
-            zero_fraction=1.0 - self.nonzero_c / n,
-            ref_zero_fraction=1.0 - self.nonzero_r / n,
-            scale_rel=self.max_abs / self.ref_max if self.ref_max > 0 else math.inf,
-            widespread_fraction=self.widespread / n,
+            zero_fraction=1.0 - s[_S["nonzero_c"]] / n,
+            ref_zero_fraction=1.0 - s[_S["nonzero_r"]] / n,
+            scale_rel=max_abs / ref_max if ref_max > 0 else math.inf,
+            widespread_fraction=s[_S["widespread"]] / n,
             bias_ratio=bias,
-            policy_err=self.policy_err,
-            poison_count=self.poison_count,
-            digest=(self.sums[0], self.sums[1], self.sums[2]),
+            policy_err=m[_M["policy_err"]],
+            poison_count=int(s[_S["poison"]]),
+            digest=(s[_S["digest0"]], s[_S["digest1"]], s[_S["digest2"]]),
             numel=n,
-            ref_max=self.ref_max,
+            ref_max=ref_max,
         )
 
 

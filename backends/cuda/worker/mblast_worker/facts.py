@@ -27,7 +27,7 @@ from .reference import (BATCH_CHUNKS, CPU, WHOLE, ReferenceModels, ReferencePlan
 from .response import OutputSpec
 from .tensors import changed_state, clone_all, digest, dtype_name, flat_tensors, nbytes, state_snapshot
 
-FACTS_VERSION = "2"
+FACTS_VERSION = "3"
 # Stored float64 references per seed, at most (MBLAST_REFERENCE_CACHE_MAX_MB); larger ones are
 # recomputed: on the device that takes less than reading them back.
 MAX_CACHED_REFERENCE_BYTES = int(os.environ.get("MBLAST_REFERENCE_CACHE_MAX_MB", "256")) * 2**20
@@ -35,7 +35,10 @@ MAX_CACHED_REFERENCE_BYTES = int(os.environ.get("MBLAST_REFERENCE_CACHE_MAX_MB",
 # device (it needs about twice what eager needs, beside the fp32 model and tensors).
 WHOLE_LIMIT_BYTES = 512 * 2**20
 CHUNK_TARGET_BYTES = 1 * 2**30  # float64 work per batch slice
-READ_BYTES_PER_S = 1e9  # a stored reference read back, about (torch.load from the page cache)
+# A reference computed whole on the device is recomputed rather than stored when over this: float64
+# work that fits the device takes less than reading the file back (about 1 GB/s from the page
+# cache). Decided by size and plan, never by a measured time, so that two runs store alike.
+RECOMPUTE_ON_DEVICE_OVER_BYTES = 16 * 2**20
 SEPARABLE_REL = 1e-9  # float64 results of a sample alone and within a batch agree to this
 
 
@@ -67,6 +70,7 @@ class ProblemFacts:
     output_bytes: int = 0
     param_bytes: int = 0  # the reference model's parameters and buffers
     eager_peak_bytes: Optional[int] = None
+    eager_peak_autograd_bytes: Optional[int] = None  # the same forward recording autograd, as timed
     eager_ms: Optional[float] = None  # one eager forward, synchronized wall clock (time limits)
     seeds: Dict[str, SeedFacts] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
@@ -97,6 +101,7 @@ class ProblemSide:
     make_inputs: Callable[[int], List[Any]]
     call_eager: Callable[[List[Any], int], List[torch.Tensor]]
     input_origin: Callable[[], str]
+    call_eager_recording: Optional[Callable[[List[Any], int], List[torch.Tensor]]] = None  # autograd on
     notes: List[str] = field(default_factory=list)
     seeds_computed: int = 0  # seeds whose reference prepare() computed in this process
 
@@ -134,6 +139,15 @@ def eager_peak(side: ProblemSide, facts: ProblemFacts, inputs: List[Any], seed: 
     held = sum(nbytes(t) for t in flat_tensors(inputs)) + sum(
         nbytes(t) for t in side.ref_model.state_dict().values() if isinstance(t, torch.Tensor))
     facts.eager_peak_bytes = int(peak - before + held)
+    if side.call_eager_recording is not None:  # a plain call's peak: what KernelBench's timing needs
+        torch.cuda.synchronize(side.device)
+        memory.reset_peak(side.device)
+        before = torch.cuda.memory_allocated(side.device)
+        outs = side.call_eager_recording(inputs, seed)
+        torch.cuda.synchronize(side.device)
+        peak = torch.cuda.max_memory_allocated(side.device)
+        del outs
+        facts.eager_peak_autograd_bytes = int(peak - before + held)
 
 
 def _separable(side: ProblemSide, inputs: List[Any], batch: int, seed: int) -> bool:
@@ -208,14 +222,11 @@ def seed_facts(side: ProblemSide, facts: ProblemFacts, inputs: List[Any], seed: 
                 f"{MAX_CACHED_REFERENCE_BYTES // 2**20} MiB limit (MBLAST_REFERENCE_CACHE_MAX_MB); recomputed per trial")
         if note not in facts.notes:
             facts.notes.append(note)
-    keep: Optional[List[List[torch.Tensor]]] = [[] for _ in eager] if fits else None
-    t0 = time.perf_counter()
+    on_device = side.device.type == "cuda" and facts.plan.mode == WHOLE
+    cacheable = fits and not (on_device and size > RECOMPUTE_ON_DEVICE_OVER_BYTES)
+    keep: Optional[List[List[torch.Tensor]]] = [[] for _ in eager] if cacheable else None
     diffs = compare_streamed(eager, iter_reference(side.models, facts.plan, inputs, seed), Tol(1.0, 1.0), 1e-4,
                              keep=keep)
-    seconds = time.perf_counter() - t0
-    # Stored only where reading it back is faster than computing it again (on the device, a
-    # float64 elementwise or matrix problem recomputes faster than its file reads).
-    cacheable = fits and seconds >= size / READ_BYTES_PER_S
     if cacheable and cache is not None and keep is not None:
         cache.write_tensors(_ref_name(facts.key, seed), [torch.cat(p) if len(p) > 1 else p[0] for p in keep])
     return SeedFacts(

@@ -21,6 +21,7 @@ HAS_CUDA_API: bool = hasattr(torch, "cuda") and hasattr(torch.cuda, "Event")
 cuda_event_cls: Any = torch.cuda.Event if HAS_CUDA_API else None
 cuda_event_record: Any = torch.cuda.Event.record if HAS_CUDA_API else None
 cuda_event_elapsed: Any = torch.cuda.Event.elapsed_time if HAS_CUDA_API else None
+cuda_event_synchronize: Any = torch.cuda.Event.synchronize if HAS_CUDA_API else None
 cuda_synchronize: Callable[..., None] = torch.cuda.synchronize
 cuda_current_stream: Callable[..., Any] = torch.cuda.current_stream
 cuda_stream_synchronize: Any = torch.cuda.Stream.synchronize

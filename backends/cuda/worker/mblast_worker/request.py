@@ -17,6 +17,9 @@ class TimingConfig:
     warmup: int = 5
     input_sets: int = 3
     l2_flush: bool = True
+    # Timed calls record autograd as a plain call does, and as KernelBench's harness times them
+    # (its timing runs outside torch.no_grad()); correctness trials always run without it.
+    autograd: bool = True
 
 
 @dataclass
@@ -85,6 +88,7 @@ def parse_timing(raw: Any) -> Optional[TimingConfig]:
         warmup=int(_typed(raw, "warmup", (int,), 5)),
         input_sets=int(_typed(raw, "input_sets", (int,), 3)),
         l2_flush=bool(_typed(raw, "l2_flush", (bool,), True)),
+        autograd=bool(_typed(raw, "autograd", (bool,), True)),
     )
     if cfg.runs < 1 or cfg.warmup < 0 or cfg.input_sets < 1:
         raise RequestError("timing needs runs >= 1, warmup >= 0, input_sets >= 1")

@@ -189,16 +189,16 @@ class Session:
         with self.phases.phase("eager"):
             return _call_model(self.ref_model, self.problem.path, self.precision, inputs, seed)
 
-    def eager_callable(self, inputs: List[Any]) -> Any:
+    def eager_callable(self, inputs: List[Any], autograd: bool = False) -> Any:
         def run() -> Any:
-            with torch.no_grad():
+            with torch.set_grad_enabled(autograd):
                 return self.ref_model(*inputs)
 
         return run
 
-    def candidate_callable(self, inputs: List[Any]) -> Any:
+    def candidate_callable(self, inputs: List[Any], autograd: bool = False) -> Any:
         def run() -> Any:
-            with torch.no_grad():
+            with torch.set_grad_enabled(autograd):
                 return self.cand_model(*inputs)
 
         return run
@@ -221,15 +221,16 @@ def _problem_side(req: Request, device: torch.device, problem: Problem, ref_mode
         eager_setting="strict" if req.tolerance_policy == "strict" else "default", ref_model=ref_model,
         models=models, make_inputs=inputs.make,
         call_eager=lambda xs, seed: _call_model(ref_model, problem.path, precision, xs, seed),
+        call_eager_recording=lambda xs, seed: _call_model(ref_model, problem.path, precision, xs, seed, autograd=True),
         input_origin=lambda: inputs.origin or "host", notes=notes)
 
 
 def _call_model(model: torch.nn.Module, path: str, precision: PrecisionGuard, inputs: List[Any],
-                seed: int) -> List[torch.Tensor]:
+                seed: int, autograd: bool = False) -> List[torch.Tensor]:
     precision.enter_eager()
     seed_everything(seed)
     try:
-        with torch.no_grad():
+        with torch.set_grad_enabled(autograd):
             raw = model(*inputs)
     except (Exception, SystemExit) as exc:
         raise TaskError(f"{path}: Model.forward raised {describe(exc)}", traceback.format_exc()) from None

@@ -117,15 +117,13 @@ def digest(values: Iterable[Any]) -> List[List[float]]:
         if flat.is_complex():
             flat = torch.view_as_real(flat)
         flat = flat.reshape(-1)
-        sums = [float(flat.numel()), 0.0, 0.0, 0.0]
+        sums = torch.zeros(3, dtype=torch.float64, device=flat.device)  # read back once per tensor
         for start in range(0, flat.numel(), DIGEST_CHUNK):
             d = flat[start:start + DIGEST_CHUNK].to(torch.float64)
             d = torch.nan_to_num(d, nan=7.0, posinf=11.0, neginf=-11.0)
             w = (torch.arange(start, start + d.numel(), device=d.device, dtype=torch.int64) % 1021 + 1).to(torch.float64)
-            sums[1] += float(d.sum())
-            sums[2] += float(torch.dot(d, d))
-            sums[3] += float(torch.dot(d, w))
-        parts.append(sums)
+            sums += torch.stack([d.sum(), torch.dot(d, d), torch.dot(d, w)])
+        parts.append([float(flat.numel())] + sums.tolist())
     return parts
 
 

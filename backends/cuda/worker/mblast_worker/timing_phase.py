@@ -7,6 +7,7 @@ use one set, shared by every contender (no contender changes its inputs: that wa
 trials), so that timing never holds more than one copy of them.
 """
 
+import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
@@ -28,6 +29,12 @@ ONE_SET_INPUT_BYTES: int = 64 << 20  # inputs beyond this use one input set
 WARMUP_S: float = 0.05  # warm-up calls per contender last at least this long (and cfg.warmup calls)
 RUNS_BUDGET_S: float = 0.4  # timed runs per contender are capped to about this much time...
 MIN_RUNS: int = 20  # ...but never fewer than this (or cfg.runs, if smaller)
+# After the timed rounds, reference and candidate are called once on each of a few input sets
+# never seen before: a candidate that remembers answers by the inputs' exact contents (which the
+# staleness checks cannot tell from computing them) is fast only on inputs it has seen.
+FRESH_SEED_BASE: int = 2_000_003
+FRESH_SETS: int = 5
+MEMO_SLOWDOWN: float = 2.0  # fresh vs repeated, beyond the reference's own ratio
 
 
 @dataclass
@@ -39,7 +46,7 @@ class Contender:
     keep_last: bool
     calls: List[Callable[[], Any]] = field(default_factory=list)
     ms: List[float] = field(default_factory=list)
-    wall_ms: List[float] = field(default_factory=list)
+    hidden_ms: List[float] = field(default_factory=list)
     last: Dict[int, Any] = field(default_factory=dict)
 
 
@@ -48,21 +55,21 @@ class TimedResult:
     cand_buffers: List[Any]
 
 
-def _compiled_contender(s: Session, sample: List[Any], keep_last: bool) -> Optional[Contender]:
+def _compiled_contender(s: Session, sample: List[Any], keep_last: bool, autograd: bool) -> Optional[Contender]:
     if not hasattr(torch, "compile"):
         s.resp.add_note(f"compile baseline skipped: torch {torch.__version__} has no torch.compile")
         return None
     try:
         compiled = torch.compile(s.side.models.pristine())
-        with torch.no_grad():
-            compiled(*clone_all(sample))  # compiles outside the timed region
+        with torch.set_grad_enabled(autograd):
+            compiled(*clone_all(sample))  # compiles outside the timed region, in the timed grad mode
     except Exception as exc:  # noqa: BLE001
         s.resp.add_note(f"compile baseline skipped: {describe(exc)}")
         return None
 
     def make(inputs: List[Any]) -> Callable[[], Any]:
         def run() -> Any:
-            with torch.no_grad():
+            with torch.set_grad_enabled(autograd):
                 return compiled(*inputs)
 
         return run
@@ -82,11 +89,13 @@ def run_timing(s: Session, tol: Tol, rel_l2_limit: float, eager_err: float, cfg:
     # at one output, and the caching allocator serves every call alike.
     keep_all = s.device.type != "cuda"
     contenders = [
-        Contender("ref", s.eager_callable, s.precision.enter_eager, s.precision.enter_candidate, keep_all),
-        Contender("cand", s.candidate_callable, s.precision.enter_candidate, s.after_candidate_code, keep_all),
+        Contender("ref", lambda xs: s.eager_callable(xs, cfg.autograd), s.precision.enter_eager,
+                  s.precision.enter_candidate, keep_all),
+        Contender("cand", lambda xs: s.candidate_callable(xs, cfg.autograd), s.precision.enter_candidate,
+                  s.after_candidate_code, keep_all),
     ]
     if "compile" in s.req.baselines:
-        compiled = _compiled_contender(s, pristine[0], keep_all)
+        compiled = _compiled_contender(s, pristine[0], keep_all, cfg.autograd)
         if compiled is not None:
             contenders.append(compiled)
     shared = not s.facts.ref_mutated_inputs
@@ -125,9 +134,11 @@ def run_timing(s: Session, tol: Tol, rel_l2_limit: float, eager_err: float, cfg:
         for c in contenders if i % 2 == 0 else contenders[::-1]:
             m = measure(c, k)
             c.ms.append(m.ms)
-            c.wall_ms.append(m.wall_ms)
+            c.hidden_ms.append(m.hidden_ms)
     _report(s, contenders)
     by_name = {c.name: c for c in contenders}
+    with s.phases.phase("fresh_inputs"):
+        _fresh_input_probe(s, by_name["ref"], by_name["cand"], timer, shared)
     _check_last_outputs(s, by_name["cand"], pristine, against_eager(tol, eager_err), rel_l2_limit, shared)
     return TimedResult(cand_buffers=pristine[0])
 
@@ -153,6 +164,35 @@ def _warm_up(contenders: List[Contender], measure: Callable[[Contender, int], Me
     return max(min(MIN_RUNS, cfg.runs), min(cfg.runs, fit))
 
 
+def _fresh_input_probe(s: Session, ref: Contender, cand: Contender, timer: Any, shared: bool) -> None:
+    """Flags a candidate whose gain holds only on inputs it was timed on before (result_cache)."""
+    if s.resp.speedup is None or s.resp.speedup <= 1.0:
+        return
+    fresh: Dict[str, List[float]] = {"ref": [], "cand": []}
+    for k in range(FRESH_SETS if s.facts.input_bytes <= ONE_SET_INPUT_BYTES else 3):
+        inputs = s.make_inputs(FRESH_SEED_BASE + k)
+        for c in (ref, cand) if k % 2 == 0 else (cand, ref):
+            call = c.make_call(inputs if shared else clone_all(inputs))
+            c.before()
+            try:
+                m = timer.measure(call)
+            except (Exception, SystemExit) as exc:
+                if c.name == "cand":
+                    raise CandidateRuntimeError(f"{s.candidate.path}: forward raised {describe(exc)} on new inputs") from None
+                raise
+            finally:
+                c.after()
+            fresh[c.name].append(m.ms)
+            m.result = None
+        del inputs
+    ref_ratio = statistics.median(fresh["ref"]) / max(s.resp.ref_ms, 1e-9)
+    cand_ratio = statistics.median(fresh["cand"]) / max(s.resp.cand_ms, 1e-9)
+    if cand_ratio > MEMO_SLOWDOWN * max(1.0, ref_ratio):
+        s.resp.add_flag("result_cache")
+        s.resp.add_note(f"on inputs it had not seen, the candidate took {cand_ratio:.2f}x its timed median "
+                        f"(the reference {ref_ratio:.2f}x): its speed comes from remembering inputs")
+
+
 def _report(s: Session, contenders: List[Contender]) -> None:
     stats = {c.name: summarize(c.ms) for c in contenders}
     s.resp.timing = stats
@@ -165,10 +205,11 @@ def _report(s: Session, contenders: List[Contender]) -> None:
     if s.device.type == "cuda":
         by_name = {c.name: c for c in contenders}
         ref_c, cand_c = by_name["ref"], by_name["cand"]
-        if hides_device_work(cand_c.wall_ms, cand_c.ms) and not hides_device_work(ref_c.wall_ms, ref_c.ms):
+        if hides_device_work(cand_c.hidden_ms, cand_c.ms) and not hides_device_work(ref_c.hidden_ms, ref_c.ms):
             s.resp.add_flag("side_stream")
             s.resp.add_note(
-                f"candidate wall time with device sync {sum(cand_c.wall_ms):.4g} ms vs events {sum(cand_c.ms):.4g} ms")
+                f"device work after the candidate's stream was done: {sum(cand_c.hidden_ms):.4g} ms, "
+                f"against {sum(cand_c.ms):.4g} ms timed by its events")
 
 
 def _check_last_outputs(s: Session, cand: Contender, pristine: List[List[Any]], tol: Tol, rel_l2_limit: float,

@@ -112,7 +112,7 @@ def _poison_count(out: Any) -> int:
     if not isinstance(out, torch.Tensor):
         return 0
     flat = flat_view(out.as_subclass(torch.Tensor) if type(out) is not torch.Tensor else out)
-    return sum(count_poison(flat[a:b], SENTINEL_WORD) for a, b in chunks(flat.numel()))
+    return int(sum(count_poison(flat[a:b], SENTINEL_WORD) for a, b in chunks(flat.numel())))
 
 
 def _trial_tolerance(v: Verdict, sf: SeedFacts) -> Tol:
