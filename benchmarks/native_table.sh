@@ -33,7 +33,8 @@ base = ", ".join(f"{b['name']} {unit(b)}" for b in r["baselines"])
 best = r["best_speedup"]
 cand = "-" if best is None else (f"{r['best_ms']:.4f}ms" if r.get("best_ms") else
                                  f"{r['baselines'][0]['value'] / best:.0f}")
-ups = ", ".join(f"{best * r['baselines'][0]['value'] / b['value']:.2f}x vs {b['name']}" for b in r["baselines"]) if best else "not correct"
+# best is over the first (headline) baseline: over another, scale by its value against the first.
+ups = ", ".join(f"{best * b['value'] / r['baselines'][0]['value']:.2f}x vs {b['name']}" for b in r["baselines"]) if best else "not correct"
 print(f"{sys.argv[2]:<8} {sys.argv[3]:<8} {base:<34} {cand:<14} {ups}")
 PY
   done

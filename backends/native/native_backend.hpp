@@ -32,7 +32,7 @@ struct NativeRunResult {
 
 // A time (OpenCL: ms) or a deterministic cost (RVV) that speedups are measured against.
 struct NativeBaseline {
-  std::string name;  // "torch_cpu", "naive_opencl", "scalar_c_O2", "autovec_c_O3"
+  std::string name;  // "torch_cpu", "naive_opencl", "best_c", "scalar_c_O2", "autovec_c_O3"
   double value = 0;
   std::string unit;  // "ms" or "cost"
   std::string detail;

@@ -66,6 +66,7 @@ class RvvBackend final : public NativeBackend {
     const RvvBaselines measured = run_rvv_baselines(source, bundles, run_);
     add_baseline("scalar_c_O2", measured.scalar, source, bundles);
     add_baseline("autovec_c_O3", measured.autovec, source, bundles);
+    lead_with_the_better_compiler_build();
     return *baselines_;
   }
 
@@ -111,6 +112,21 @@ class RvvBackend final : public NativeBackend {
   std::pair<double, double> tolerance(const BundleSet& bundles) const {
     const auto policy = native_tolerance(options_, bundles.meta);
     return {policy["atol"].get<double>(), policy["rtol"].get<double>()};
+  }
+
+  // What a user would build without mblast is the plain C at whichever of -O2 and -O3 (with the
+  // compiler's autovectorizer) runs faster: that one, as "best_c", is the headline; both stay as
+  // columns of their own.
+  void lead_with_the_better_compiler_build() {
+    if (baselines_->empty()) return;
+    const auto better = std::min_element(
+        baselines_->begin(), baselines_->end(),
+        [](const NativeBaseline& a, const NativeBaseline& b) { return a.value < b.value; });
+    NativeBaseline best = *better;
+    best.detail = "the better of scalar -O2 and autovectorized -O3 C: " + better->name + ", " +
+                  better->detail;
+    best.name = "best_c";
+    baselines_->insert(baselines_->begin(), best);
   }
 
   void add_baseline(const std::string& name, const NativeRunResult& result, const fs::path& source,
