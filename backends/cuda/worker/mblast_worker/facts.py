@@ -122,32 +122,32 @@ def _ref_name(key: str, seed: int) -> str:
 def eager_peak(side: ProblemSide, facts: ProblemFacts, inputs: List[Any], seed: int) -> None:
     """Device memory eager needs for one forward (model, inputs, temporaries and outputs), and the
     forward's wall time (after an earlier one warmed it up)."""
-    on_gpu = side.device.type == "cuda"
-    if on_gpu:
-        torch.cuda.synchronize(side.device)
-        memory.reset_peak(side.device)
-    before = torch.cuda.memory_allocated(side.device) if on_gpu else 0
-    t0 = time.perf_counter()
-    outs = side.call_eager(inputs, seed)
-    if on_gpu:
-        torch.cuda.synchronize(side.device)
-    facts.eager_ms = (time.perf_counter() - t0) * 1e3
-    if not on_gpu:
+    if side.device.type != "cuda":
+        t0 = time.perf_counter()
+        side.call_eager(inputs, seed)
+        facts.eager_ms = (time.perf_counter() - t0) * 1e3
         return
-    peak = torch.cuda.max_memory_allocated(side.device)
-    del outs
     held = sum(nbytes(t) for t in flat_tensors(inputs)) + sum(
         nbytes(t) for t in side.ref_model.state_dict().values() if isinstance(t, torch.Tensor))
-    facts.eager_peak_bytes = int(peak - before + held)
+    t0 = time.perf_counter()
+    facts.eager_peak_bytes = held + _peak_of(side.device, lambda: side.call_eager(inputs, seed))
+    facts.eager_ms = (time.perf_counter() - t0) * 1e3
     if side.call_eager_recording is not None:  # a plain call's peak: what KernelBench's timing needs
-        torch.cuda.synchronize(side.device)
-        memory.reset_peak(side.device)
-        before = torch.cuda.memory_allocated(side.device)
-        outs = side.call_eager_recording(inputs, seed)
-        torch.cuda.synchronize(side.device)
-        peak = torch.cuda.max_memory_allocated(side.device)
-        del outs
-        facts.eager_peak_autograd_bytes = int(peak - before + held)
+        recording = side.call_eager_recording
+        facts.eager_peak_autograd_bytes = held + _peak_of(side.device, lambda: recording(inputs, seed))
+
+
+def _peak_of(device: torch.device, call: Callable[[], Any]) -> int:
+    """Device memory one call allocates at its peak beyond what was allocated before it (its
+    outputs dropped after); synchronized on both sides."""
+    torch.cuda.synchronize(device)
+    memory.reset_peak(device)
+    before = torch.cuda.memory_allocated(device)
+    outs = call()
+    torch.cuda.synchronize(device)
+    peak = torch.cuda.max_memory_allocated(device)
+    del outs
+    return int(peak - before)
 
 
 def _separable(side: ProblemSide, inputs: List[Any], batch: int, seed: int) -> bool:

@@ -112,15 +112,7 @@ def run_timing(s: Session, tol: Tol, rel_l2_limit: float, eager_err: float, cfg:
         # allocator in the same state; on the CPU all keep theirs (keep_last), and the candidate
         # keeps the outputs of the last round, to be checked.
         c.last.pop(k, None)
-        c.before()
-        try:
-            m = timer.measure(c.calls[k])
-        except (Exception, SystemExit) as exc:
-            if c.name == "cand":
-                raise CandidateRuntimeError(f"{s.candidate.path}: forward raised {describe(exc)} while timed") from None
-            raise
-        finally:
-            c.after()
+        m = _timed_call(s, c, timer, c.calls[k], "while timed")
         if c.keep_last or (c.name == "cand" and last_round[0]):
             c.last[k] = m.result
         m.result = None
@@ -166,6 +158,20 @@ def _warm_up(contenders: List[Contender], measure: Callable[[Contender, int], Me
     return max(min(MIN_RUNS, cfg.runs), min(cfg.runs, fit))
 
 
+def _timed_call(s: Session, c: Contender, timer: Any, call: Callable[[], Any], when: str) -> Measurement:
+    """One timed call of a contender in its precision setting; the candidate's exceptions are its
+    own failure (CandidateRuntimeError), anyone else's propagate."""
+    c.before()
+    try:
+        return timer.measure(call)
+    except (Exception, SystemExit) as exc:
+        if c.name == "cand":
+            raise CandidateRuntimeError(f"{s.candidate.path}: forward raised {describe(exc)} {when}") from None
+        raise
+    finally:
+        c.after()
+
+
 def _fresh_input_probe(s: Session, ref: Contender, cand: Contender, timer: Any, shared: bool) -> None:
     """Flags a candidate whose gain holds only on inputs it was timed on before (result_cache)."""
     if s.resp.speedup is None or s.resp.speedup < MEMO_MIN_GAIN:
@@ -174,16 +180,7 @@ def _fresh_input_probe(s: Session, ref: Contender, cand: Contender, timer: Any, 
     for k in range(FRESH_SETS if s.facts.input_bytes <= ONE_SET_INPUT_BYTES else 3):
         inputs = s.make_inputs(FRESH_SEED_BASE + k)
         for c in (ref, cand) if k % 2 == 0 else (cand, ref):
-            call = c.make_call(inputs if shared else clone_all(inputs))
-            c.before()
-            try:
-                m = timer.measure(call)
-            except (Exception, SystemExit) as exc:
-                if c.name == "cand":
-                    raise CandidateRuntimeError(f"{s.candidate.path}: forward raised {describe(exc)} on new inputs") from None
-                raise
-            finally:
-                c.after()
+            m = _timed_call(s, c, timer, c.make_call(inputs if shared else clone_all(inputs)), "on new inputs")
             fresh[c.name].append(m.ms)
             m.result = None
         del inputs
