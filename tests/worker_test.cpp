@@ -12,9 +12,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -98,6 +100,79 @@ TEST(WorkerTest, StartsNoWorkerAheadOnceToldNotTo) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   EXPECT_EQ(starts(), 2);
+}
+
+// The process state letter of /proc/PID/stat ('T' when stopped), or '?' once it is gone.
+char process_state(const std::string& pid) {
+  std::ifstream in("/proc/" + pid + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ? '?' : stat[close + 2];
+}
+
+bool eventually(const std::function<bool()>& condition) {
+  const auto until = Clock::now() + seconds(20);
+  while (Clock::now() < until) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return condition();
+}
+
+// A worker started while another one times its candidate is stopped until the timing is over,
+// and its start deadline does not run meanwhile.
+TEST(WorkerTest, PausesStartingWorkersWhileACandidateIsTimed) {
+  testing::TempDir scratch;
+  testing::TempDir files;
+  const fs::path log = files.path() / "starts.log";
+  WorkerConfig config = fake_config(scratch.path());
+  config.env["FAKE_WORKER_START_LOG"] = log.string();
+  config.isolate_network = false;  // the workers write outside their folder; pids as seen here
+  WorkerPool pool(config, 1);
+  const auto started_pids = [&] {
+    std::ifstream in(log);
+    std::vector<std::string> pids;
+    for (std::string line; std::getline(in, line);) pids.push_back(line);
+    return pids;
+  };
+  ASSERT_TRUE(pool.call({{"op", "echo"}}, seconds(30)).completed);
+  const fs::path begin = files.path() / "begin";
+  const fs::path go = files.path() / "go";
+  const fs::path done = files.path() / "done";
+  WorkerOutcome outcome;
+  std::thread call([&] {
+    const json request = {
+        {"op", "timing"}, {"begin", begin.string()}, {"go", go.string()}, {"done", done.string()}};
+    outcome = pool.call(request, seconds(60));
+  });
+  // Three workers have started (the spare of this call among them) before the timing begins.
+  const bool all_started = eventually([&] { return started_pids().size() >= 3; });
+  std::ofstream(begin.string()).put('\n');
+  if (!all_started) {
+    std::ofstream(go.string()).put('\n');
+    std::ofstream(done.string()).put('\n');
+    call.join();
+    FAIL() << "no spare worker was started";
+  }
+  const auto stopped = [&] {
+    std::vector<std::string> pids;
+    for (const std::string& pid : started_pids()) {
+      if (process_state(pid) == 'T') pids.push_back(pid);
+    }
+    return pids;
+  };
+  EXPECT_TRUE(eventually([&] { return stopped().size() == 1; })) << stopped().size() << " stopped";
+  const std::vector<std::string> paused = stopped();
+  std::ofstream(go.string()).put('\n');
+  EXPECT_TRUE(eventually([&] { return stopped().empty(); }));
+  std::ofstream(done.string()).put('\n');
+  call.join();
+  ASSERT_TRUE(outcome.completed) << outcome.failure << "\n" << outcome.stderr_tail;
+  EXPECT_EQ(outcome.response, json({{"timed", true}}));
+  ASSERT_EQ(paused.size(), 1U);
+  EXPECT_NE(paused[0], std::to_string(outcome.ready.value("pid", 0)));  // not the timing worker
+  const WorkerOutcome next = pool.call({{"op", "echo"}}, seconds(30));  // the spare answers
+  EXPECT_TRUE(next.completed) << next.failure;
 }
 
 TEST(WorkerTest, ReportsACrashAndKeepsWorking) {

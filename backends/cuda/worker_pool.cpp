@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <optional>
 #include <system_error>
 #include <utility>
@@ -255,6 +256,20 @@ struct WorkerPool::Worker {
   ScratchDir dir;
   Clock::time_point started = Clock::now();
   Child child;
+  std::optional<Clock::time_point> paused_at;
+  Clock::duration paused_for{0};  // extends its start deadline
+
+  void pause() {
+    if (paused_at) return;
+    child.pause();
+    paused_at = Clock::now();
+  }
+  void resume() {
+    if (!paused_at) return;
+    child.resume();
+    paused_for += Clock::now() - *paused_at;
+    paused_at.reset();
+  }
 };
 
 WorkerPool::WorkerPool(WorkerConfig config, std::size_t prestarted)
@@ -311,6 +326,7 @@ void WorkerPool::starter_loop() {
     }
     lock.lock();
     --starting_;
+    if (quiet_ > 0 && next.worker) next.worker->pause();
     started_.push_back(std::move(next));
     changed_.notify_all();
   }
@@ -330,10 +346,27 @@ std::unique_ptr<WorkerPool::Worker> WorkerPool::take() {
   --waiting_;
   Started next = std::move(started_.front());
   started_.pop_front();
+  if (next.worker) next.worker->resume();  // taken while another call times its candidate
   want_more();
   lock.unlock();
   if (next.error) std::rethrow_exception(next.error);
   return std::move(next.worker);
+}
+
+void WorkerPool::begin_quiet() {
+  const std::lock_guard lock(mutex_);
+  if (quiet_++ > 0) return;
+  for (Started& waiting : started_) {
+    if (waiting.worker) waiting.worker->pause();
+  }
+}
+
+void WorkerPool::end_quiet() {
+  const std::lock_guard lock(mutex_);
+  if (quiet_ == 0 || --quiet_ > 0) return;
+  for (Started& waiting : started_) {
+    if (waiting.worker) waiting.worker->resume();
+  }
 }
 
 CallLimits CallLimits::fixed(std::chrono::seconds total) {
@@ -415,7 +448,7 @@ WorkerOutcome WorkerPool::call(const json& request, const CallLimits& limits) {
     return result;
   };
 
-  const auto ready_deadline = worker->started + config_.start_timeout;
+  const auto ready_deadline = worker->started + worker->paused_for + config_.start_timeout;
   const std::optional<std::string> ready_line = child.read_line(ready_deadline);
   if (!ready_line) {
     const ProcessResult result = finish(ready_deadline);
@@ -436,6 +469,16 @@ WorkerOutcome WorkerPool::call(const json& request, const CallLimits& limits) {
 
   const auto sent = Clock::now();
   PhaseClock clock(limits, sent);
+  bool quiet = false;  // between this worker's "timing" and "timed"
+  const auto set_quiet = [&](bool on) {
+    if (on == quiet) return;
+    quiet = on;
+    on ? begin_quiet() : end_quiet();
+  };
+  struct QuietEnd {
+    const std::function<void(bool)> set;
+    ~QuietEnd() { set(false); }
+  } quiet_end{set_quiet};
   std::optional<json> response;
   bool written = child.write(request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n",
                              clock.deadline());
@@ -449,6 +492,8 @@ WorkerOutcome WorkerPool::call(const json& request, const CallLimits& limits) {
       invalid = true;
     } else if (object->contains("progress") && !object->contains("ok")) {
       clock.progress(*object, outcome);
+      const json& event = (*object)["progress"];
+      if (event == "timing" || event == "timed") set_quiet(event == "timing");
     } else {
       response = std::move(object);
     }

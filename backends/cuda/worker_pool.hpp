@@ -118,6 +118,11 @@ class WorkerPool {
 
   std::unique_ptr<Worker> take();
   void want_more();  // with mutex_ held
+  // A call's worker times its candidate between its "timing" and "timed" progress lines: the
+  // workers starting meanwhile (importing PyTorch, creating a CUDA context) are paused, so that
+  // they do not slow the host-bound forwards being timed. Counted, for concurrent calls.
+  void begin_quiet();
+  void end_quiet();
   void starter_loop();
   std::unique_ptr<Worker> start_worker() const;
 
@@ -132,6 +137,7 @@ class WorkerPool {
   std::size_t to_start_ = 0;  // requests the starter thread has not served yet
   std::size_t starting_ = 0;  // workers the starter thread is starting right now
   std::size_t waiting_ = 0;   // calls waiting in take()
+  std::size_t quiet_ = 0;     // calls in their timing phase
   bool stopping_ = false;
   std::thread starter_;  // last: it starts running once everything above is set up
 };

@@ -54,6 +54,11 @@ class Child {
   // SIGKILLs the group now and reaps the child.
   void kill();
 
+  // SIGSTOPs / SIGCONTs the group: a child that must not compete for the machine for a while
+  // (a worker starting while another one times its candidate).
+  void pause();
+  void resume();
+
   // Non-blocking: whether the child has exited (it is reaped only by finish, kill or ~Child).
   bool exited();
 

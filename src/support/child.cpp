@@ -271,6 +271,14 @@ void Child::kill() {
   state_->reap_now();
 }
 
+void Child::pause() {
+  if (state_) state_->signal_group(SIGSTOP);
+}
+
+void Child::resume() {
+  if (state_) state_->signal_group(SIGCONT);
+}
+
 bool Child::exited() {
   if (!state_) return true;
   state_->note_exit();

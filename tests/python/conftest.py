@@ -28,7 +28,7 @@ RESPONSE_FIELDS = frozenset(
      "eager_max_rel_err", "tolerance", "reference_precision", "ref_ms", "cand_ms", "compile_ms", "speedup",
      "speedup_vs_compile", "timing", "flops", "min_bytes", "sol_ms", "flags", "error", "error_kind", "trials",
      "outputs", "device_name", "torch_version", "traceback", "reference_cache_hits", "reference_computations",
-     "notes", "bandwidth_gbs", "peak_tflops_fp32", "peak_tflops_tf32", "phase_seconds", "memory",
+     "notes", "bandwidth_gbs", "peak_tflops_fp32", "peak_tflops_tf32", "phase_seconds", "phase_peak_bytes", "memory",
      "signature", "reference_signature"}
 )
 

@@ -11,13 +11,15 @@ from mblast_worker.checks import Expected, aliases_anything, check_structure
 from mblast_worker.compare import (CHUNK_ELEMENTS, Tol, count_poison, diff, eager_error, poison_share, poison_word,
                                    widened)
 from mblast_worker.errors import RequestError
+from mblast_worker.evaluate import contiguous_values, output_snapshot, same_outputs
 from mblast_worker.guards import NamespaceSnapshot, Tf32Setting, apply_tf32, read_precision_state
 from mblast_worker.opsrec import record_ops, shared_reference_ops
+from mblast_worker.phases import Phases
 from mblast_worker.poison import SENTINEL
 from mblast_worker.protocol import json_safe
 from mblast_worker.request import parse_request
 from mblast_worker.response import Response, Trial
-from mblast_worker.tensors import is_dense, same_values
+from mblast_worker.tensors import DIGEST_CHUNK, detached, drop_state_history, is_dense, same_values
 from mblast_worker.timing import hides_device_work, summarize
 
 BASE = Tol(1e-4, 1e-4)
@@ -337,3 +339,66 @@ def test_torch_cpu_baseline_is_the_faster_thread_count_and_restores_it() -> None
     timing, threads = _time_torch(torch.nn.Softmax(dim=1), [torch.randn(8, 64)], 5)
     assert threads in (before, _usable_cpus()) and timing["runs"] == 5 and timing["median_ms"] > 0
     assert torch.get_num_threads() == before
+
+
+def test_phase_peaks_include_nested_phases_and_what_ran_between() -> None:
+    # A fake allocator: each read returns the peak since the previous read, as memory.take_window does.
+    windows = iter([5, 7, 30, 2, 9, 4, 11])
+    phases = Phases(peak_reader=lambda: next(windows))
+    with phases.phase("load"):  # entering: 5 (before any phase, dropped)
+        with phases.phase("prepare"):  # entering: 7 (load so far)
+            pass  # leaving: 30
+        # leaving load: 2
+    with phases.phase("trials"):  # entering: 9 (between phases, dropped)
+        pass  # leaving: 4
+    assert phases.peak_bytes() == {"load/prepare": 30, "load": 30, "trials": 4}
+    assert Phases().peak_bytes() is None
+
+
+def test_same_values_across_chunks() -> None:
+    a = torch.zeros(DIGEST_CHUNK * 2 + 5)
+    a[DIGEST_CHUNK + 3] = float("nan")
+    b = a.clone()
+    assert same_values(a, b)
+    b[-1] = 1.0  # a difference in the last, partial chunk only
+    assert not same_values(a, b)
+    assert not same_values(torch.arange(10), torch.arange(10).flip(0))
+
+
+class _KeepsHidden(torch.nn.Module):
+    """Feeds its last result back as state, as KernelBench's level 3 RNNs do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.hidden = torch.zeros(2, 4)
+        self.register_buffer("steps", torch.zeros(()))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.hidden = torch.tanh(self.lin(x + self.hidden))
+        return self.hidden * 2
+
+
+def test_state_history_is_dropped_and_values_kept() -> None:
+    model = _KeepsHidden()
+    out = model(torch.ones(2, 4))
+    assert model.hidden.grad_fn is not None  # the next call would chain onto this graph
+    before = model.hidden.clone()
+    assert drop_state_history(model) == 1
+    assert model.hidden.grad_fn is None and torch.equal(model.hidden, before)
+    assert model.lin.weight.requires_grad  # parameters untouched
+    assert drop_state_history(model) == 0
+    kept = detached((out, [out]))
+    assert kept[0].grad_fn is None and kept[1][0].grad_fn is None and type(kept[1]) is list
+
+
+def test_output_snapshots_compare_values_of_views_with_gaps() -> None:
+    base = torch.arange(24.0).reshape(4, 6)
+    view = base[:, ::2]  # not dense: a clone of it is laid out anew
+    assert view.clone().stride() != view.stride()
+    early = output_snapshot([view])
+    assert same_outputs(early, [contiguous_values(view)])
+    dense = torch.ones(3, 3)
+    assert contiguous_values(dense).data_ptr() == dense.data_ptr()  # compared without a copy
+    base[0, 0] = -1.0  # written after the first read, as work left on a side stream would
+    assert not same_outputs(early, [contiguous_values(view)])

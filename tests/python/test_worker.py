@@ -11,7 +11,8 @@ import pytest
 from conftest import (FAST_TIMING, PROBLEMS, brief, cpu_candidate, eval_request, evaluate, evaluate_many,
                       TEST_DEVICE, problem, run_worker)
 
-GOOD_PROBLEMS = ["relu_small", "matmul_small", "tiny_output", "softmax_small", "sum_reduction_small", "linear_small"]
+GOOD_PROBLEMS = ["relu_small", "matmul_small", "tiny_output", "softmax_small", "sum_reduction_small", "linear_small",
+                 "strided_output"]
 
 # id: (problem, candidate, flag that must be raised, expected correct, expected error_kind or None = any failure kind)
 CHEATS: Dict[str, Any] = {
@@ -325,7 +326,7 @@ def test_serve_protocol_survives_candidate_prints(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in out.splitlines()]
     # progress lines (the driver's time limits follow them), then exactly one response; no
     # candidate output
-    assert [line.get("progress") for line in lines[:-1]] == ["prepared", "primed"], out
+    assert [line.get("progress") for line in lines[:-1]] == ["prepared", "primed", "timing", "timed"], out
     assert lines[0]["eager_ms"] > 0
     resp = lines[-1]
     assert resp["correct"] is True and resp["flags"] == []

@@ -9,7 +9,7 @@ from typing import Any, List, Optional
 
 import torch
 
-from . import guards, memory
+from . import guards, memory, progress
 from .compare import Tol, against_eager
 from .costmodel import sol_ms
 from .signature import build_signature, profile_forward
@@ -71,8 +71,14 @@ def _after_trials(s: Session, v: Verdict) -> None:
     tol = v.tol or v.base
     timed_buffers: Optional[List[Any]] = None
     if s.req.timing is not None:
-        with s.phases.phase("timing"):
-            timed = run_timing(s, tol, v.rel_l2_limit, v.eager_err, s.req.timing)
+        # The driver pauses the workers it is starting meanwhile (their imports and CUDA set-up
+        # would slow host-bound forwards) until "timed".
+        progress.report("timing")
+        try:
+            with s.phases.phase("timing"):
+                timed = run_timing(s, tol, v.rel_l2_limit, v.eager_err, s.req.timing)
+        finally:
+            progress.report("timed")
         timed_buffers = timed.cand_buffers
     with s.phases.phase("stale_checks"):
         run_staleness_checks(s, against_eager(tol, v.eager_err), v.rel_l2_limit, timed_buffers)
@@ -150,13 +156,30 @@ def _side_stream_output_check(s: Session, pristine: List[Any]) -> bool:
             raise CandidateRuntimeError(f"{s.candidate.path}: forward raised {type(exc).__name__}: {exc}") from None
         guards.cuda_stream_synchronize(stream)
         outs = [o for o in (output_list(raw) or []) if isinstance(o, torch.Tensor)]
-        early = [o.detach().clone() for o in outs]
+        early = output_snapshot(outs)
         guards.cuda_stream_synchronize(stream)
         guards.cuda_synchronize(s.device)
         s.after_candidate_code()
-        if any(not same_values(a, o.detach()) for a, o in zip(early, outs)):
+        changed = not same_outputs(early, [contiguous_values(o) for o in outs])
+        del raw, outs, early  # before the next forward: one output and its copy at a time
+        if changed:
             return True
     return False
+
+
+def output_snapshot(outs: List[torch.Tensor]) -> List[torch.Tensor]:
+    """Contiguous copies of the outputs' values, whatever their layout (a clone of a view with
+    gaps is laid out anew, so its strides cannot be compared with the view's)."""
+    return [o.detach().clone(memory_format=torch.contiguous_format) for o in outs]
+
+
+def contiguous_values(t: torch.Tensor) -> torch.Tensor:
+    """t itself when contiguous (no copy), else a contiguous copy, to compare with a snapshot."""
+    return t.detach() if t.is_contiguous() else t.detach().contiguous()
+
+
+def same_outputs(a: List[torch.Tensor], b: List[torch.Tensor]) -> bool:
+    return len(a) == len(b) and all(same_values(x, y) for x, y in zip(a, b))
 
 
 # ---- the verdict --------------------------------------------------------------------------------

@@ -25,9 +25,9 @@ from .opsrec import record_ops
 from .reference import (BATCH_CHUNKS, CPU, WHOLE, ReferenceModels, ReferencePlan, batch_size, iter_reference,
                         split_batch)
 from .response import OutputSpec
-from .tensors import changed_state, clone_all, digest, dtype_name, flat_tensors, nbytes, state_snapshot
+from .tensors import changed_state, clone_all, digest, dtype_name, flat_tensors, is_dense, nbytes, state_snapshot
 
-FACTS_VERSION = "3"
+FACTS_VERSION = "4"
 # Stored float64 references per seed, at most (MBLAST_REFERENCE_CACHE_MAX_MB); larger ones are
 # recomputed: on the device that takes less than reading them back.
 MAX_CACHED_REFERENCE_BYTES = int(os.environ.get("MBLAST_REFERENCE_CACHE_MAX_MB", "256")) * 2**20
@@ -58,6 +58,8 @@ class SeedFacts:
 class ProblemFacts:
     key: str
     outputs: List[OutputSpec] = field(default_factory=list)
+    # per output: whether eager's own is dense (a candidate is not flagged for eager's layout)
+    dense_outputs: List[bool] = field(default_factory=list)
     input_origin: str = "host"
     plan: ReferencePlan = field(default_factory=ReferencePlan)
     ref_mutated_inputs: List[int] = field(default_factory=list)
@@ -248,6 +250,7 @@ def _static_facts(side: ProblemSide, facts: ProblemFacts, seed: int) -> List[Any
     state_before = state_snapshot(side.ref_model)
     eager = side.call_eager(inputs, seed)
     facts.outputs = [OutputSpec(list(t.shape), dtype_name(t.dtype)) for t in eager]
+    facts.dense_outputs = [is_dense(t) for t in eager]
     facts.output_bytes = sum(nbytes(t) for t in eager)
     facts.ref_output_aliases = bool(aliases_anything(eager, inputs, side.ref_model))
     facts.min_bytes = min_bytes(inputs, side.ref_model, eager)

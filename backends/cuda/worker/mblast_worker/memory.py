@@ -5,18 +5,30 @@ from typing import Any, Dict, Optional
 
 import torch
 
-_peaks: Dict[str, int] = {"reserved": 0, "allocated": 0}
+_peaks: Dict[str, int] = {"reserved": 0, "allocated": 0, "window": 0}
 
 
 def _read(device: torch.device) -> None:
+    allocated = int(torch.cuda.max_memory_allocated(device))
     _peaks["reserved"] = max(_peaks["reserved"], int(torch.cuda.max_memory_reserved(device)))
-    _peaks["allocated"] = max(_peaks["allocated"], int(torch.cuda.max_memory_allocated(device)))
+    _peaks["allocated"] = max(_peaks["allocated"], allocated)
+    _peaks["window"] = max(_peaks["window"], allocated)
 
 
 def reset_peak(device: torch.device) -> None:
     """torch.cuda.reset_peak_memory_stats, keeping what the judge's peak was so far."""
     _read(device)
     torch.cuda.reset_peak_memory_stats(device)
+
+
+def take_window(device: torch.device) -> int:
+    """The allocated peak since the previous take_window (or the start), whatever reset PyTorch's
+    statistics in between; a new window starts at what is allocated now (phases.py)."""
+    _read(device)
+    value = _peaks["window"]
+    torch.cuda.reset_peak_memory_stats(device)
+    _peaks["window"] = int(torch.cuda.memory_allocated(device))
+    return value
 
 
 def report(device: torch.device, eager_peak: Optional[int], plan: str) -> Optional[Dict[str, Any]]:

@@ -7,7 +7,7 @@ from typing import Any, Dict, Optional
 
 import torch
 
-from . import ceilings
+from . import ceilings, memory
 from .costmodel import count_flops, min_bytes
 from .device import device_name, init_device, parse_device
 from .errors import RequestError, TaskError, WorkerError, WorkerTimeout
@@ -63,13 +63,14 @@ def _dispatch(req: Request, resp: Response, device: torch.device) -> None:
         _check_task(req, resp, device)
     else:
         resp.correct = False
-        phases = Phases()
+        phases = Phases(peak_reader=(lambda: memory.take_window(device)) if device.type == "cuda" else None)
         try:
             with phases.phase("load"):
                 session = Session.open(req, resp, device, phases)
             evaluate(session)
         finally:
             resp.phase_seconds = phases.seconds()
+            resp.phase_peak_bytes = phases.peak_bytes()
 
 
 def _check_task(req: Request, resp: Response, device: torch.device) -> None:

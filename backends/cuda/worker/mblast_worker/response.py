@@ -80,6 +80,8 @@ class Response:
     memory: Optional[Dict[str, Any]] = None
     # eval only: seconds per phase of the request (phases.py), "other" and "total" included
     phase_seconds: Optional[Dict[str, float]] = None
+    # eval on CUDA: the most device memory allocated during each phase, in bytes (phases.py)
+    phase_peak_bytes: Optional[Dict[str, int]] = None
     # eval with "profile": profile signatures (signature.py) of the candidate and the reference
     signature: Optional[Dict[str, Any]] = None
     reference_signature: Optional[Dict[str, Any]] = None

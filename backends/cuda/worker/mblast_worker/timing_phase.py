@@ -10,7 +10,7 @@ trials), so that timing never holds more than one copy of them.
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -20,7 +20,7 @@ from .errors import CandidateRuntimeError
 from .loader import describe
 from .request import TimingConfig
 from .session import Session
-from .tensors import clone_all
+from .tensors import clone_all, detached, drop_state_history
 from .timing import Measurement, hides_device_work, make_timer, spin_up, summarize
 from .verify import matches
 
@@ -37,6 +37,7 @@ FRESH_SETS: int = 5
 MEMO_SLOWDOWN: float = 2.0  # fresh vs repeated, beyond the reference's own ratio
 MEMO_MIN_GAIN: float = 1.2  # only a candidate claiming at least this speedup is probed...
 MEMO_MIN_EXTRA_MS: float = 0.02  # ...and flagged only when new inputs cost it this much more
+KEEP_LAST_BYTES: int = 512 << 20  # the candidate's last outputs kept for their check beyond this: one set
 
 
 @dataclass
@@ -46,6 +47,7 @@ class Contender:
     before: Callable[[], None]
     after: Callable[[], None]
     keep_last: bool
+    model: Optional[torch.nn.Module] = None  # whose state loses its autograd history after each call
     calls: List[Callable[[], Any]] = field(default_factory=list)
     ms: List[float] = field(default_factory=list)
     hidden_ms: List[float] = field(default_factory=list)
@@ -76,7 +78,7 @@ def _compiled_contender(s: Session, sample: List[Any], keep_last: bool, autograd
 
         return run
 
-    return Contender("compile", make, s.precision.enter_eager, s.precision.enter_candidate, keep_last)
+    return Contender("compile", make, s.precision.enter_eager, s.precision.enter_candidate, keep_last, compiled)
 
 
 def input_sets(s: Session, cfg: TimingConfig) -> int:
@@ -92,9 +94,9 @@ def run_timing(s: Session, tol: Tol, rel_l2_limit: float, eager_err: float, cfg:
     keep_all = s.device.type != "cuda"
     contenders = [
         Contender("ref", lambda xs: s.eager_callable(xs, cfg.autograd), s.precision.enter_eager,
-                  s.precision.enter_candidate, keep_all),
+                  s.precision.enter_candidate, keep_all, s.ref_model),
         Contender("cand", lambda xs: s.candidate_callable(xs, cfg.autograd), s.precision.enter_candidate,
-                  s.after_candidate_code, keep_all),
+                  s.after_candidate_code, keep_all, s.cand_model),
     ]
     if "compile" in s.req.baselines:
         compiled = _compiled_contender(s, pristine[0], keep_all, cfg.autograd)
@@ -114,17 +116,20 @@ def run_timing(s: Session, tol: Tol, rel_l2_limit: float, eager_err: float, cfg:
         c.last.pop(k, None)
         m = _timed_call(s, c, timer, c.calls[k], "while timed")
         if c.keep_last or (c.name == "cand" and last_round[0]):
-            c.last[k] = m.result
+            c.last[k] = detached(m.result)  # kept for the check, without the recorded graph
         m.result = None
         return m
 
     n_sets = len(pristine)
+    # The candidate's last output of each input set is checked after timing; when holding them
+    # all would cost more than the budget's slack, only the very last call's is kept.
+    checked_sets = n_sets if s.device.type != "cuda" or n_sets * s.facts.output_bytes <= KEEP_LAST_BYTES else 1
     with s.phases.phase("spin_up"):
         spin_up(s.device)
     runs = _warm_up(contenders, measure, n_sets, cfg)
     for i in range(runs):
         k = i % n_sets
-        last_round[0] = i >= runs - n_sets
+        last_round[0] = i >= runs - checked_sets
         for c in contenders if i % 2 == 0 else contenders[::-1]:
             m = measure(c, k)
             c.ms.append(m.ms)
@@ -170,29 +175,71 @@ def _timed_call(s: Session, c: Contender, timer: Any, call: Callable[[], Any], w
         raise
     finally:
         c.after()
+        if c.model is not None:  # outside the timed region
+            _drop_state_history(c)
+
+
+def _drop_state_history(c: Contender) -> None:
+    assert c.model is not None
+    try:
+        drop_state_history(c.model)
+    except Exception:  # noqa: BLE001 - a candidate's module that cannot be walked keeps its state as is
+        if c.name != "cand":
+            raise
 
 
 def _fresh_input_probe(s: Session, ref: Contender, cand: Contender, timer: Any, shared: bool) -> None:
-    """Flags a candidate whose gain holds only on inputs it was timed on before (result_cache)."""
+    """Flags a candidate whose gain holds only on inputs it was timed on before (result_cache):
+    slow on new inputs against its timed median, and again against itself re-timed now on inputs
+    it has seen (one round of single calls can be slowed by a busy machine; a memo is slow on
+    every new input)."""
     if s.resp.speedup is None or s.resp.speedup < MEMO_MIN_GAIN:
         return
-    fresh: Dict[str, List[float]] = {"ref": [], "cand": []}
-    for k in range(FRESH_SETS if s.facts.input_bytes <= ONE_SET_INPUT_BYTES else 3):
-        inputs = s.make_inputs(FRESH_SEED_BASE + k)
+    sets = FRESH_SETS if s.facts.input_bytes <= ONE_SET_INPUT_BYTES else 3
+    found = _memo_slowdown(_fresh_times(s, (ref, cand), timer, shared, FRESH_SEED_BASE, sets),
+                           {"ref": s.resp.ref_ms, "cand": s.resp.cand_ms})
+    if found is None:
+        return
+    seen: Dict[str, List[float]] = {"ref": [], "cand": []}
+    for k in range(sets):
         for c in (ref, cand) if k % 2 == 0 else (cand, ref):
+            m = _timed_call(s, c, timer, c.calls[0], "on inputs seen before")
+            seen[c.name].append(m.ms)
+            m.result = None
+    again = _fresh_times(s, (ref, cand), timer, shared, FRESH_SEED_BASE + sets, sets)
+    if _memo_slowdown(again, {name: statistics.median(ms) for name, ms in seen.items()}) is None:
+        return
+    cand_ratio, ref_ratio = found
+    s.resp.add_flag("result_cache")
+    s.resp.add_note(f"on inputs it had not seen, the candidate took {cand_ratio:.2f}x its timed median "
+                    f"(the reference {ref_ratio:.2f}x), and again against itself re-timed on inputs it had "
+                    "seen: its speed comes from remembering inputs")
+
+
+def _fresh_times(s: Session, contenders: Tuple[Contender, Contender], timer: Any, shared: bool, seed: int,
+                 sets: int) -> Dict[str, List[float]]:
+    """One call of each contender on each of `sets` input sets never seen before, order alternated."""
+    times: Dict[str, List[float]] = {c.name: [] for c in contenders}
+    for k in range(sets):
+        inputs = s.make_inputs(seed + k)
+        for c in contenders if k % 2 == 0 else contenders[::-1]:
             m = _timed_call(s, c, timer, c.make_call(inputs if shared else clone_all(inputs)), "on new inputs")
-            fresh[c.name].append(m.ms)
+            times[c.name].append(m.ms)
             m.result = None
         del inputs
+    return times
+
+
+def _memo_slowdown(fresh: Dict[str, List[float]], seen_ms: Dict[str, float]) -> Optional[Tuple[float, float]]:
+    """(candidate's, reference's) ratio of new-input time to seen-input time when the candidate
+    slowed as a memo does, else None. Single calls of a problem of a few microseconds vary by more
+    than 2x; a memo's saving is the computation it skips, which shows in absolute time too."""
     cand_fresh = statistics.median(fresh["cand"])
-    ref_ratio = statistics.median(fresh["ref"]) / max(s.resp.ref_ms, 1e-9)
-    cand_ratio = cand_fresh / max(s.resp.cand_ms, 1e-9)
-    # Single calls of a problem of a few microseconds vary by more than 2x; a memo's saving is
-    # the computation it skips, which shows in absolute time too.
-    if cand_ratio > MEMO_SLOWDOWN * max(1.0, ref_ratio) and cand_fresh - s.resp.cand_ms > MEMO_MIN_EXTRA_MS:
-        s.resp.add_flag("result_cache")
-        s.resp.add_note(f"on inputs it had not seen, the candidate took {cand_ratio:.2f}x its timed median "
-                        f"(the reference {ref_ratio:.2f}x): its speed comes from remembering inputs")
+    ref_ratio = statistics.median(fresh["ref"]) / max(seen_ms["ref"], 1e-9)
+    cand_ratio = cand_fresh / max(seen_ms["cand"], 1e-9)
+    if cand_ratio > MEMO_SLOWDOWN * max(1.0, ref_ratio) and cand_fresh - seen_ms["cand"] > MEMO_MIN_EXTRA_MS:
+        return cand_ratio, ref_ratio
+    return None
 
 
 def _report(s: Session, contenders: List[Contender]) -> None:

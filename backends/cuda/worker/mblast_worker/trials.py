@@ -28,7 +28,8 @@ SENTINEL_WORD = poison_word(SENTINEL)
 
 
 def expected_outputs(s: Session) -> List[Expected]:
-    return [Expected(tuple(o.shape), getattr(torch, o.dtype), s.device) for o in s.facts.outputs]
+    dense = s.facts.dense_outputs or [True] * len(s.facts.outputs)
+    return [Expected(tuple(o.shape), getattr(torch, o.dtype), s.device, d) for o, d in zip(s.facts.outputs, dense)]
 
 
 def reference_pieces(s: Session, seed: int, inputs: List[Any], stored_ok: bool) -> Iterable[RefChunk]:
