@@ -80,6 +80,9 @@ class Run:
     eval_args: List[str] = field(default_factory=list)
     part: str = "all"
     only: List[str] = field(default_factory=list)  # fairness: judge these problems only
+    # nvidia-smi's used-memory sampling period while a command runs; 0: off. NVML queries take the
+    # driver's locks, so a sampler can slow the host-bound problems it watches (part e measures it).
+    sample_gpu_ms: int = 0
     start: float = field(default_factory=time.monotonic)
 
     def left(self) -> float:
@@ -89,11 +92,11 @@ class Run:
         return ROW_SOFTMAX if name == "row_softmax" else self.kernelbench / f"{name}.py"
 
     def record(self, section: str, label: str, command: Sequence[str], timeout: float,
-               env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
-        """Runs command (cut to what the deadline leaves), samples the GPU's used memory meanwhile,
-        writes the record and returns it."""
+               env: Optional[Dict[str, str]] = None, sample_gpu_ms: Optional[int] = None) -> Dict[str, Any]:
+        """Runs command (cut to what the deadline leaves), samples the GPU's used memory meanwhile
+        if asked (sample_gpu_ms, else the run's), writes the record and returns it."""
         timeout = max(1.0, min(timeout, self.left()))
-        sampler = GpuMemorySampler()
+        sampler = GpuMemorySampler(self.sample_gpu_ms if sample_gpu_ms is None else sample_gpu_ms)
         sampler.start()
         full_env = dict(os.environ, **(env or {}))
         rec = run_command_env(command, timeout, full_env)
@@ -105,7 +108,8 @@ class Run:
         return rec
 
     def eval(self, section: str, label: str, problem: Path, candidates: Sequence[Path], timeout: float,
-             extra: Sequence[str] = (), cache: Optional[Path] = None) -> Dict[str, Any]:
+             extra: Sequence[str] = (), cache: Optional[Path] = None,
+             sample_gpu_ms: Optional[int] = None) -> Dict[str, Any]:
         cmd = [str(self.mblast), "eval", str(problem)]
         for c in candidates:
             cmd += ["--candidate", str(c)]
@@ -113,7 +117,7 @@ class Run:
         if cache is not None:
             cmd += ["--cache-dir", str(cache)]
         cmd += list(extra) + self.eval_args
-        return self.record(section, label, cmd, timeout)
+        return self.record(section, label, cmd, timeout, sample_gpu_ms=sample_gpu_ms)
 
 
 def safe(label: str) -> str:
@@ -132,19 +136,20 @@ def run_command_env(command: Sequence[str], timeout: float, env: Dict[str, str])
 
 
 class GpuMemorySampler:
-    """The GPU's used memory (nvidia-smi, every 50 ms) while a command runs: the judge's footprint
-    as the driver sees it, whatever the judge itself reports."""
+    """The GPU's used memory (nvidia-smi, every period_ms) while a command runs: the judge's
+    footprint as the driver sees it, whatever the judge itself reports. period_ms 0: no sampling."""
 
-    def __init__(self) -> None:
+    def __init__(self, period_ms: int) -> None:
+        self.period_ms = period_ms
         self.proc: Optional[subprocess.Popen] = None  # type: ignore[type-arg]
         self.peak: Optional[int] = None
         self.reader: Optional[threading.Thread] = None
 
     def start(self) -> None:
-        if shutil.which("nvidia-smi") is None:
+        if self.period_ms <= 0 or shutil.which("nvidia-smi") is None:
             return
         self.proc = subprocess.Popen(
-            ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-lms", "50"],
+            ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-lms", str(self.period_ms)],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -296,24 +301,26 @@ def stored_harness() -> Dict[str, Dict[str, Any]]:
     return found
 
 
-def harness_times(run: Run, names: Sequence[str], per_problem_s: float) -> Dict[str, Dict[str, Any]]:
-    """KernelBench's eval_kernel_against_ref on each problem against its renamed self, a few
+def harness_times(run: Run, names: Sequence[str], per_problem_s: float, group_size: int = 9, tag: str = "",
+                  sample_gpu_ms: Optional[int] = None, reuse: bool = True) -> Dict[str, Dict[str, Any]]:
+    """KernelBench's eval_kernel_against_ref on each problem against its renamed self, group_size
     problems per harness process (a hang costs only its group)."""
     found: Dict[str, Dict[str, Any]] = {}
-    stored = stored_harness()
+    stored = stored_harness() if reuse else {}
     for name in names:
         if Path(name).name in stored:
             found[name] = stored[Path(name).name]
     names = [n for n in names if n not in found]
-    groups = [list(names[i:i + 9]) for i in range(0, len(names), 9)]
+    groups = [list(names[i:i + group_size]) for i in range(0, len(names), group_size)]
     for n, group in enumerate(groups):
         if run.left() < 60:
             break
         pairs = [f"{run.problem(x)}={renamed_copy(run.problem(x), run.work / 'kb_copies' / safe(x))}" for x in group]
-        jsonl = run.work / "agreement" / f"harness-{n}.jsonl"
+        label = f"harness-{tag}{n}"
+        jsonl = run.work / "agreement" / f"{label}.jsonl"
         jsonl.parent.mkdir(parents=True, exist_ok=True)
-        rec = run.record("agreement", f"harness-{n}", [run.python, str(run.harness / "run_harness.py"), str(jsonl),
-                                                       *pairs], per_problem_s * len(group))
+        rec = run.record("agreement", label, [run.python, str(run.harness / "run_harness.py"), str(jsonl), *pairs],
+                         per_problem_s * len(group), sample_gpu_ms=sample_gpu_ms)
         lines = jsonl.read_text().splitlines() if jsonl.exists() else []
         for name, line in zip(group, lines):
             try:
@@ -325,9 +332,11 @@ def harness_times(run: Run, names: Sequence[str], per_problem_s: float) -> Dict[
     return found
 
 
-def fairness_record(run: Run, name: str, section: str = "fairness", timeout: float = 150) -> Dict[str, Any]:
+def fairness_record(run: Run, name: str, section: str = "fairness", timeout: float = 150, label: str = "",
+                    sample_gpu_ms: Optional[int] = None) -> Dict[str, Any]:
     p = run.problem(name)
-    return run.eval(section, name, p, [p], timeout, extra=["--seeds", "2"], cache=run.work / "cache-fair")
+    return run.eval(section, label or name, p, [p], timeout, extra=["--seeds", "2"], cache=run.work / "cache-fair",
+                    sample_gpu_ms=sample_gpu_ms)
 
 
 def section_agreement(run: Run) -> Dict[str, Any]:
@@ -458,7 +467,7 @@ def section_anticheat(run: Run) -> Dict[str, Any]:
         out["worker_cheats_on_cuda"] = {"pass": False, "summary": "not run: the tests cannot target the GPU"}
     if run.part != "before":
         out["cuda_only"] = pytest_section(run, "pytest-cuda-only", [str(ROOT / "tests/python/test_worker_cuda.py")],
-                                          120, env)
+                                          300, env)
     cheats = {}
     relu = ROOT / "tests" / "problems" / "cuda" / "relu_large.py"
     for name in FINGERPRINT_CHEATS:
@@ -615,15 +624,124 @@ def outlier_lines(results: Dict[str, Any]) -> str:
     return "fairness outliers:\n" + "\n".join(rows) if rows else ""
 
 
+# ---- part e: causes of what calls 2-6 left unexplained ------------------------------------------
+
+# Self-judged below 0.97 in call 6 (39, 34) and their sibling, all with a wide timing spread.
+NOISY = ["level3/39_GRU", "level3/34_VanillaRNNHidden", "level3/40_GRUHidden"]
+# The host-bound models on which mblast and KernelBench's harness disagreed in call 5.
+HOST_BOUND = ["level3/9_ResNet18", "level3/29_SwinMLP", "level3/36_LSTMHn"]
+# Judged over 2 x eager + 1 GiB by allocated bytes in calls 5-6: where their peak is spent.
+MEMORY_DIAG = ["level2/57_Conv2d_ReLU_HardSwish", "level3/29_SwinMLP", "level3/8_ResNetBasicBlock",
+               "level3/33_VanillaRNN", "level3/44_MiniGPTBlock", "level3/31_VisionAttention",
+               "level2/34_ConvTranspose3d_LayerNorm_GELU_Scaling", "level3/45_UNetSoftmax",
+               "level1/45_Average_Pooling_2D", "level1/47_Sum_reduction_over_a_dimension"]
+SAMPLED_MS = 50  # the period calls 1-6 sampled at
+
+
+def _timing_row(rec: Dict[str, Any]) -> Dict[str, Any]:
+    r = first(rec)
+    t = r.get("timing") or {}
+    row: Dict[str, Any] = {"speedup": num(r.get("speedup")), "wall_s": rec["wall_s"], "error": err_text(rec)}
+    for side in ("ref", "cand"):
+        st = t.get(side) or {}
+        mean, sd = num(st.get("mean_ms")), num(st.get("stdev_ms"))
+        row[f"{side}_median_ms"] = num(st.get("median_ms"))
+        row[f"{side}_p10_ms"] = num(st.get("p10_ms"))
+        row[f"{side}_cv"] = sd / mean if mean and sd is not None else None
+    return row
+
+
+def section_sampler_noise(run: Run) -> Dict[str, Any]:
+    """The noisy RNN problems judged against themselves with nvidia-smi sampling every 50 ms (as in
+    calls 1-6) and without, alternately, twice each."""
+    rows = []
+    for rep in range(2):
+        for name in NOISY:
+            for ms in (SAMPLED_MS, 0):
+                if run.left() < 30:
+                    break
+                rec = fairness_record(run, name, section="noise", label=f"{name}-{ms}ms-{rep}", sample_gpu_ms=ms,
+                                      timeout=min(90, run.left()))
+                row = dict(_timing_row(rec), problem=name, sample_ms=ms, rep=rep)
+                rows.append(row)
+                log(f"  {name} sampler {ms} ms: {fmt(row['speedup'])}, cv ref {fmt(row['ref_cv'])} "
+                    f"cand {fmt(row['cand_cv'])}")
+    out: Dict[str, Any] = {"rows": rows}
+    for ms in (SAMPLED_MS, 0):
+        mine = [r for r in rows if r["sample_ms"] == ms and r["speedup"] is not None]
+        if mine:
+            out[f"sampled_{ms}ms"] = {"max_off_pct": max(abs(r["speedup"] - 1) * 100 for r in mine),
+                                      "median_cv": statistics.median(r["ref_cv"] or 0 for r in mine)}
+    return out
+
+
+def section_harness_solo(run: Run) -> Dict[str, Any]:
+    """The host-bound models, each alone in a harness process, twice without the sampler and once
+    with it, beside mblast's reference time with and without it."""
+    rows = []
+    for name in HOST_BOUND:
+        row: Dict[str, Any] = {"problem": name}
+        for tag, ms in (("a", 0), ("b", 0), ("s", SAMPLED_MS)):
+            if run.left() < 60:
+                break
+            kb = harness_times(run, [name], 60, group_size=1, tag=f"solo-{safe(name)}-{tag}", sample_gpu_ms=ms,
+                               reuse=False).get(name, {})
+            row[f"kb_{tag}_us"] = (num(kb.get("ref_runtime")) or 0) * 1000.0 or None
+        for tag, ms in (("a", 0), ("s", SAMPLED_MS)):
+            if run.left() < 30:
+                break
+            r = first(fairness_record(run, name, section="harness_solo", label=f"{name}-{tag}", sample_gpu_ms=ms))
+            row[f"mblast_{tag}_us"] = (num(r.get("ref_ms")) or 0) * 1000.0 or None
+        rows.append(row)
+        log(f"  {name}: {json.dumps(row)}")
+    return {"rows": rows}
+
+
+def section_memory_diag(run: Run) -> Dict[str, Any]:
+    """Where the judge's allocated peak is spent on the problems over budget: the worker's peak per
+    phase (phase_peak_bytes) beside eager's own."""
+    rows = []
+    for name in MEMORY_DIAG:
+        if run.left() < 30:
+            break
+        r = first(fairness_record(run, name, section="memory_diag", timeout=min(120, run.left())))
+        mem = r.get("memory") or {}
+        peaks = r.get("phase_peak_bytes") or {}
+        row = {"problem": name, "eager_gib": (mem.get("eager_peak_bytes") or 0) / GIB,
+               "judge_allocated_gib": (mem.get("judge_peak_allocated_bytes") or 0) / GIB,
+               "judge_reserved_gib": (mem.get("judge_peak_bytes") or 0) / GIB, "plan": mem.get("reference_plan"),
+               "phases_gib": {k: round(v / GIB, 3) for k, v in sorted(peaks.items(), key=lambda kv: -kv[1])[:8]}}
+        rows.append(row)
+        log(f"  {name}: eager {row['eager_gib']:.2f}, allocated {row['judge_allocated_gib']:.2f}, "
+            f"reserved {row['judge_reserved_gib']:.2f} GiB, plan {row['plan']}; {json.dumps(row['phases_gib'])}")
+    return {"rows": rows}
+
+
+def section_cuda_tests(run: Run) -> Dict[str, Any]:
+    """tests/python/test_worker_cuda.py on the GPU with the time it needs (part a's cut it at 120 s)."""
+    env = {"MBLAST_TEST_DEVICE": "cuda", "PYTHONUNBUFFERED": "1"}
+    out = pytest_section(run, "pytest-cuda-only-full", [str(ROOT / "tests/python/test_worker_cuda.py"), "-v"],
+                         max(30.0, run.left() - 10), env)
+    log(f"  cuda tests: {json.dumps(out)}")
+    return out
+
+
 SECTIONS = {"env": section_env, "sanity": section_sanity, "first_later": section_first_later, "agreement": section_agreement,
             "spread": section_spread, "anticheat": section_anticheat, "isolation": section_isolation,
-            "latency": section_latency}
+            "latency": section_latency, "sampler_noise": section_sampler_noise,
+            "harness_solo": section_harness_solo, "memory_diag": section_memory_diag, "cuda_tests": section_cuda_tests}
 PARTS = {
     "a": ["env", "sanity", "isolation", "anticheat", "first_later", "spread", "agreement", "latency", "fairness"],
     "b": ["env", "sanity", "fairness"],
     # What part a left: after fixes, without the tables that already passed.
     "c": ["env", "isolation", "agreement", "latency", "anticheat", "fairness"],
     "d": ["env", "anticheat", "fairness"],  # the anti-cheat tests part c had no time for, then fairness
+    # Causes: the memory phases of the over-budget problems, the sampler's effect on the noisy and
+    # host-bound ones, the CUDA-only tests given the time they need.
+    "e": ["env", "memory_diag", "sampler_noise", "harness_solo", "cuda_tests"],
+    # After the fixes part e led to: its memory and noise sections again, then fairness.
+    "f": ["env", "memory_diag", "sampler_noise", "fairness"],
+    "g": ["env", "fairness", "harness_solo"],  # what part f left of fairness; the host-bound models again
     "all": ["env", "sanity", "first_later", "agreement", "spread", "anticheat", "isolation", "latency", "fairness"],
     # The code before a change, in one call: what fits of part a, latency last.
     "before": ["env", "first_later", "agreement", "spread", "anticheat", "latency"],
@@ -645,12 +763,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--deadline", type=float, default=540.0, help="seconds; nothing starts that would end later")
     ap.add_argument("--eval-args", default="", help="extra arguments for every mblast eval")
     ap.add_argument("--only", type=Path, help="fairness: a file naming the problems to judge (level1/NAME per line)")
+    ap.add_argument("--sample-gpu-ms", type=int, default=0,
+                    help="sample the GPU's used memory with nvidia-smi every N ms during each command (0: off)")
     args = ap.parse_args(argv)
 
     run = Run(kernelbench=args.kernelbench.resolve(), harness=args.harness.resolve(), out=args.out, work=args.work,
               mblast=args.mblast.resolve(), python=args.python, deadline=args.deadline,
               eval_args=args.eval_args.split(), part=args.part,
-              only=args.only.read_text().split() if args.only else [])
+              only=args.only.read_text().split() if args.only else [], sample_gpu_ms=args.sample_gpu_ms)
     os.environ.setdefault("MBLAST_EVAL_SERVER_IDLE_S", "120")
     run.out.mkdir(parents=True, exist_ok=True)
     run.work.mkdir(parents=True, exist_ok=True)
@@ -677,7 +797,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     text = table(results) + "\n\n" + outlier_lines(results)
     (run.out / "table.md").write_text(text + "\n")
     with tarfile.open(run.out / "records.tar.gz", "w:gz") as tar:
-        for part in ("first_later", "agreement", "spread", "latency", "anticheat", "isolation", "fairness"):
+        for part in ("first_later", "agreement", "spread", "latency", "anticheat", "isolation", "fairness", "noise",
+                     "harness_solo", "memory_diag"):
             if (run.work / part).is_dir():
                 tar.add(run.work / part, arcname=part)
     log("\n" + text)

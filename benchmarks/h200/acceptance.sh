@@ -2,11 +2,15 @@
 # The judge's acceptance run on the GPU machine, from the repository root:
 #
 #   benchmarks/h200/acceptance.sh prepare            # here: build, bundle, copy KernelBench into .kb/
-#   benchmarks/h200/acceptance.sh a|b|c|d|all [DEADLINE [ONLY]]  # there, carry [".device", ".kb"]
+#   benchmarks/h200/acceptance.sh a|b|c|d|e|f|g|all [DEADLINE [ONLY]]  # there, carry [".device", ".kb"]
 #
 # Part a (env, first-vs-later, agreement with KernelBench's harness, spread, anti-cheat, isolation,
 # latency), part b (fairness and memory over every level 1-3 problem) and part c (what part a
 # leaves after fixes: isolation, agreement, latency, the fingerprint caches) each fit one call;
+# part e looks for causes (memory per phase, nvidia-smi sampling against host-bound timing,
+# KernelBench's harness one problem per process, the CUDA-only tests) and part f checks the
+# fixes that followed (memory and noise again, then fairness), part g what f left and the
+# host-bound models again;
 # DEADLINE (seconds, default 540) bounds what starts; ONLY names a file of problems (level1/NAME
 # per line) that the fairness section judges instead of all. Results land in $OUT/acceptance
 # (results.json, table.md, log.txt, records.tar.gz); the table is printed last.
@@ -24,7 +28,7 @@ case "$part" in
     du -sh .device .kb
     exit 0
     ;;
-  a|b|c|d|all|before) ;;
+  a|b|c|d|e|f|g|all|before) ;;
   *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
 out=${OUT:-acceptance-results}/acceptance
