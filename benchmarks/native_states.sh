@@ -25,11 +25,12 @@ for backend in opencl rvv; do
       rvv/conv1d) technique=rvv/strip-mining-vsetvl ;;
       rvv/*) technique=rvv/vector-reductions ;;
     esac
-    # Step 2 picks any other technique (the pinned one was tried on the new kernel's parent).
+    # Step 2 runs a built-in on the kernel step 1 accepted (the cassette answers once).
+    builtin=$([[ $backend == opencl ]] && echo opencl/builtin-workgroup-sweep || echo rvv/builtin-lmul)
     "$mblast" -q --kb "$work/kb.sqlite" optimize "benchmarks/problems/native/$stem.py" \
       --backend "$backend" --llm "replay:benchmarks/examples/native/$backend.cassette.jsonl" \
-      --technique "$technique" --iterations 1 --steps 2 --out "$work/$backend-$stem" --json \
-      >"$work/$backend-$stem.json"
+      --technique "$technique" --technique "$builtin" --iterations 1 --steps 2 \
+      --out "$work/$backend-$stem" --json >"$work/$backend-$stem.json"
   done
 done
 
