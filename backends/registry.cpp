@@ -8,6 +8,7 @@
 #include "mblast/backend.hpp"
 #include "mblast/error.hpp"
 #include "native/native_judge.hpp"
+#include "opencl/opencl_ceilings.hpp"
 #include "opencl/opencl_child.hpp"
 #include "opencl/opencl_doctor.hpp"
 #include "opencl/opencl_native_backend.hpp"
@@ -121,6 +122,13 @@ InternalCommand opencl_run_command() {
           }};
 }
 
+InternalCommand opencl_ceilings_command() {
+  return {"opencl-ceilings",
+          "Measure an OpenCL device's copy bandwidth and FLOP rate; one JSON report on stdout",
+          {"--device"},
+          [](const Values& v) { return opencl::run_ceilings_child(one_or(v, "--device", "")); }};
+}
+
 std::vector<BackendRow> make_rows() {
   std::vector<BackendRow> rows;
   rows.push_back({cuda_traits(),
@@ -135,7 +143,7 @@ std::vector<BackendRow> make_rows() {
                   },
                   opencl_doctor_names,
                   opencl_doctor,
-                  {opencl_run_command()}});
+                  {opencl_run_command(), opencl_ceilings_command()}});
   rows.push_back({rvv_traits(),
                   [](const BackendContext& c) {
                     return make_native_judge(rvv_traits(), c, rvv::make_rvv_backend(c.options));

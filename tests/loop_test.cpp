@@ -37,7 +37,9 @@ class FakeBackend : public Backend {
   }
 
   const BackendTraits& traits() const override { return traits_; }
-  std::optional<EvalResult> measured_baseline() override { return std::nullopt; }
+  // Set: the backend measures its own baseline (as native backends do) instead of the reference.
+  std::optional<EvalResult> measured;
+  std::optional<EvalResult> measured_baseline() override { return measured; }
   std::string hardware(const EvalResult&) override { return "fake GPU"; }
   Artifact build(const fs::path& candidate) override { return {candidate}; }
 
@@ -176,6 +178,22 @@ TEST_F(LoopTest, TheReferenceIsTheBaselineJudgedOnceWithTorchCompile) {
   EXPECT_EQ(summary["hardware"], "fake GPU");
   KnowledgeBase kb(dir_ / "kb.sqlite");
   EXPECT_EQ(kb.query({.kind = "runs"}).size(), 1u);
+}
+
+TEST_F(LoopTest, AMeasuredBaselinesSignatureClassifiesTheFirstStep) {
+  EvalResult baseline = EvalResult::from_json(
+      {{"correct", true},
+       {"ref_ms", 1.0},
+       {"signature", {{"sol_fraction", 0.9}, {"arithmetic_intensity", 0.5}}}});
+  backend_.measured = baseline;
+  backend_.speedups = {{"cuda_graph", 1.0}, {"torch_compile", 1.0}};
+  run_builtins(options(1));
+  const auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0]["state"], "near-roofline/bandwidth") << steps[0].dump();
+  EXPECT_NE(steps[0]["state_evidence"].get<std::string>().find("sol_fraction = 0.9"),
+            std::string::npos)
+      << steps[0].dump();
 }
 
 TEST_F(LoopTest, TheRewardIsTheLogOfTheGainOverTheCurrentBest) {

@@ -225,6 +225,43 @@ TEST(ReportCli, TechniqueWinRatesCountTheseRunsOrTheWholeKb) {
   EXPECT_EQ(unbalanced(page), "");
 }
 
+TEST(ReportCli, StatesShowWhereTheStepsWereClassifiedWithTheirEvidence) {
+  const TempDir dir;
+  const fs::path run = dir / "run";
+  fs::copy(kFixtures / "run_relu", run, fs::copy_options::recursive);
+  std::ofstream steps(run / "steps.jsonl", std::ios::trunc);
+  const std::pair<const char*, const char*> classified[] = {
+      {"latency-bound", "sol_fraction = 0.1 (< 0.5)"},
+      {"near-roofline/bandwidth", "sol_fraction = 0.9 (>= 0.8)"},
+      {"near-roofline/bandwidth", "sol_fraction = 0.95 (>= 0.8)"}};
+  int step = 0;
+  for (const auto& [state, evidence] : classified) {
+    steps << nlohmann::json{{"global_step", ++step}, {"state", state}, {"state_evidence", evidence}}
+                 .dump()
+          << "\n";
+  }
+  steps.close();
+
+  auto markdown = run_mblast({"report", run.string()});
+  ASSERT_EQ(markdown.exit_code, 0) << markdown.err;
+  EXPECT_NE(markdown.out.find("## States"), std::string::npos) << markdown.out;
+  EXPECT_NE(markdown.out.find("| latency-bound | 1 | 1 | sol_fraction = 0.1 (< 0.5) |"),
+            std::string::npos)
+      << markdown.out;
+  EXPECT_NE(markdown.out.find("| near-roofline/bandwidth | 2 | 2 | sol_fraction = 0.9 (>= 0.8) |"),
+            std::string::npos)
+      << markdown.out;
+
+  auto json = run_mblast({"report", run.string(), "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto states = nlohmann::json::parse(json.out)["rows"][0]["states"];
+  ASSERT_EQ(states.size(), 2u) << states.dump();
+  EXPECT_EQ(states[1]["state"], "near-roofline/bandwidth");
+  EXPECT_EQ(states[1]["steps"], 2);
+  EXPECT_EQ(states[1]["first_step"], 2);
+  EXPECT_EQ(states[1]["evidence"], "sol_fraction = 0.9 (>= 0.8)");
+}
+
 TEST(ReportCli, BadInputExitsTwoWithAFix) {
   TempDir dir;
   fs::create_directories(dir / "empty");

@@ -68,6 +68,30 @@ TEST(RvvDecodeTest, ClassifiesScalarInstructions) {
   EXPECT_TRUE(is_vector(InsnKind::vector_arith));
 }
 
+TEST(RvvDecodeTest, CountsTheBytesOfScalarLoadsAndStores) {
+  struct Case {
+    std::uint32_t bits;
+    int bytes;
+    bool store;
+    const char* text;
+  };
+  for (const Case& c :
+       {Case{0x0005a503, 4, false, "lw a0,0(a1)"}, Case{0x00259503, 2, false, "lh a0,2(a1)"},
+        Case{0x0035c503, 1, false, "lbu a0,3(a1)"}, Case{0x00a13423, 8, true, "sd a0,8(sp)"},
+        Case{0x0005a507, 4, false, "flw fa0,0(a1)"}, Case{0x00a5b827, 8, true, "fsd fa0,16(a1)"},
+        Case{0x4188, 4, false, "c.lw a0,0(a1)"}, Case{0x2588, 8, false, "c.fld fa0,8(a1)"},
+        Case{0xe42a, 8, true, "c.sd a0,8(sp)"}, Case{0xe406, 8, true, "c.sdsp ra,8(sp)"}}) {
+    const Insn insn = decode_insn(c.bits);
+    EXPECT_EQ(insn.kind, InsnKind::scalar) << c.text;
+    EXPECT_EQ(insn.scalar_bytes, c.bytes) << c.text;
+    EXPECT_EQ(insn.store, c.store) << c.text;
+  }
+  EXPECT_EQ(decode_insn(0x4505).scalar_bytes, 0) << "c.li a0,1 moves no memory";
+  EXPECT_EQ(decode_insn(0x3e800593).scalar_bytes, 0) << "addi moves no memory";
+  EXPECT_TRUE(decode_insn(0x02076427).store) << "vse32.v";
+  EXPECT_FALSE(decode_insn(0x0207e407).store) << "vle32.v";
+}
+
 TEST(RvvCostModelTest, PricesByRegisterGroupOverTheDatapath) {
   const CostModel model{256, 128};
   EXPECT_EQ(model.price(decode_insn(0x3e800593), kE32M4), 1u);
@@ -144,6 +168,9 @@ TEST(RvvTraceTest, CountsOnlyTheWindowAndTracksVtype) {
   EXPECT_EQ(c.vector_instructions, 6u);
   EXPECT_EQ(c.cost, 2u * 2u + 2u * (2u + 3u * 8u));
   EXPECT_EQ(c.vector_bytes, 2u * 2u * 128u);
+  EXPECT_EQ(c.vector_load_bytes, 2u * 128u);
+  EXPECT_EQ(c.vector_store_bytes, 2u * 128u);
+  EXPECT_EQ(c.scalar_load_bytes + c.scalar_store_bytes + c.strided_bytes, 0u);
   EXPECT_EQ(c.blocks, 4u);
   EXPECT_TRUE(c.window_closed);
 }

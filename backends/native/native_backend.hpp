@@ -36,6 +36,9 @@ struct NativeBaseline {
   double value = 0;
   std::string unit;  // "ms" or "cost"
   std::string detail;
+  // The profile signature of the kernel run that gave `value` (NativeBackend::signature); empty
+  // for a baseline that is no kernel of this backend (PyTorch on the CPU).
+  nlohmann::json signature = nlohmann::json::object();
 };
 
 // One native target: runs candidates and measures the problem's baselines.
@@ -44,6 +47,9 @@ class NativeBackend {
   virtual ~NativeBackend() = default;
   virtual std::string name() const = 0;  // "opencl" | "rvv"
   virtual NativeRunResult run(const std::filesystem::path& candidate, const BundleSet& bundles) = 0;
+  // The profile signature of a run that built and ran (DESIGN.md §3): the numbers the state
+  // classifier reads, from the run's timing or cost and the bundles' recorded work.
+  virtual nlohmann::json signature(const NativeRunResult& run, const BundleSet& bundles) = 0;
   // The baselines, primary first; measured once and remembered by the backend object.
   virtual std::vector<NativeBaseline> baselines(const std::filesystem::path& problem,
                                                 const BundleSet& bundles) = 0;

@@ -126,12 +126,8 @@ nlohmann::json evaluate_native(const EvalOptions& options, const fs::path& candi
       result["cand_ms"] = measured;
     }
   }
-  nlohmann::json signature = nlohmann::json::object();
-  if (by_cost && run.timing.value("instructions", 0.0) > 0) {
-    signature["vector_instruction_fraction"] =
-        run.timing.value("vector_instructions", 0.0) / run.timing.value("instructions", 1.0);
-  }
-  result["signature"] = signature;
+  result["signature"] =
+      run.error_kind.empty() ? backend.signature(run, bundles) : nlohmann::json::object();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   result["eval_seconds"] = seconds;

@@ -10,7 +10,9 @@
 #include "native/native_eval.hpp"
 #include "opencl/opencl_backend.hpp"
 #include "opencl/opencl_candidate.hpp"
+#include "opencl/opencl_ceilings.hpp"
 #include "opencl/opencl_device.hpp"
+#include "opencl/opencl_signature.hpp"
 #include "opencl/workgroup_sweep.hpp"
 
 namespace mblast::opencl {
@@ -42,6 +44,14 @@ class OpenClBackend final : public NativeBackend {
     return run_opencl_candidate(candidate, bundles, run_);
   }
 
+  nlohmann::json signature(const NativeRunResult& run, const BundleSet& bundles) override {
+    if (!ceilings_) {
+      const fs::path cache = options_.cache_dir.empty() ? default_cache_dir() : options_.cache_dir;
+      ceilings_.emplace(device_ceilings(run_, cache));
+    }
+    return opencl_signature(run, ForwardWork::from_meta(bundles.meta), *ceilings_);
+  }
+
   std::vector<NativeBaseline> baselines(const fs::path& problem,
                                         const BundleSet& bundles) override {
     if (baselines_) return *baselines_;
@@ -58,7 +68,8 @@ class OpenClBackend final : public NativeBackend {
       const std::string failure = verify(result, bundles);
       if (failure.empty()) {
         baselines_->push_back({"naive_opencl", result.timing.value("median_ms", 0.0), "ms",
-                               naive.filename().string() + " on " + result.device_name});
+                               naive.filename().string() + " on " + result.device_name,
+                               signature(result, bundles)});
       } else {
         spdlog::warn("the naive OpenCL baseline {} is not used: {}", naive.string(), failure);
       }
@@ -155,6 +166,8 @@ class OpenClBackend final : public NativeBackend {
   EvalOptions options_;
   OpenClOptions run_;
   std::optional<std::vector<NativeBaseline>> baselines_;
+  // Measured (or read from the cache) at the first signature; nullopt inside when they cannot be.
+  std::optional<std::optional<DeviceCeilings>> ceilings_;
   std::string hardware_;
 };
 

@@ -6,6 +6,8 @@ namespace mblast::rvv {
 namespace {
 
 constexpr std::uint32_t kOpV = 0x57;
+constexpr std::uint32_t kLoad = 0x03;
+constexpr std::uint32_t kStore = 0x23;
 constexpr std::uint32_t kLoadFp = 0x07;
 constexpr std::uint32_t kStoreFp = 0x27;
 constexpr std::uint32_t kOp = 0x33;
@@ -129,10 +131,15 @@ Insn decode_vector_memory(std::uint32_t bits) {
     case 7:
       eew = 64;
       break;
-    default:
-      return of_kind(InsnKind::scalar);  // flw, fld, fsw, fsd, ...
+    default: {
+      Insn scalar = of_kind(InsnKind::scalar);  // flh, flw, fld, flq and their stores
+      scalar.scalar_bytes = static_cast<std::uint8_t>(1u << field(bits, 12, 3));
+      scalar.store = (bits & 0x7fu) == kStoreFp;
+      return scalar;
+    }
   }
   Insn insn;
+  insn.store = (bits & 0x7fu) == kStoreFp;
   insn.eew_bits = static_cast<std::uint8_t>(eew);
   insn.fields = static_cast<std::uint8_t>(field(bits, 29, 3) + 1);
   const std::uint32_t mop = field(bits, 26, 2);
@@ -160,6 +167,18 @@ bool is_scalar_long(std::uint32_t opcode, std::uint32_t bits) {
   return false;
 }
 
+// RV64C: the loads and stores of quadrants 0 (c.fld, c.lw, c.ld, c.fsd, c.sw, c.sd) and 2 (their
+// stack-pointer forms); funct3 in bits 13..15. Every other compressed instruction is plain scalar.
+Insn decode_compressed(std::uint32_t bits) {
+  Insn insn = of_kind(InsnKind::scalar);
+  const std::uint32_t quadrant = bits & 3u;
+  const std::uint32_t funct3 = field(bits, 13, 3);
+  if ((quadrant != 0 && quadrant != 2) || funct3 == 0 || funct3 == 4) return insn;
+  insn.scalar_bytes = funct3 == 2 || funct3 == 6 ? 4 : 8;  // c.lw, c.sw (sp) else 8-byte forms
+  insn.store = funct3 >= 5;
+  return insn;
+}
+
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
 int ceil_log2(std::uint64_t value) {
@@ -182,10 +201,16 @@ DecodedVtype decode_vtype(std::uint32_t vtypei) {
 }
 
 Insn decode_insn(std::uint32_t bits) {
-  if ((bits & 3u) != 3u) return of_kind(InsnKind::scalar);  // compressed
+  if ((bits & 3u) != 3u) return decode_compressed(bits);
   const std::uint32_t opcode = bits & 0x7fu;
   if (opcode == kOpV) return decode_op_v(bits);
   if (opcode == kLoadFp || opcode == kStoreFp) return decode_vector_memory(bits);
+  if (opcode == kLoad || opcode == kStore) {
+    Insn insn = of_kind(InsnKind::scalar);  // lb .. ld, lbu .. lwu; sb .. sd
+    insn.scalar_bytes = static_cast<std::uint8_t>(1u << field(bits, 12, 2));
+    insn.store = opcode == kStore;
+    return insn;
+  }
   return of_kind(is_scalar_long(opcode, bits) ? InsnKind::scalar_long : InsnKind::scalar);
 }
 

@@ -44,10 +44,12 @@ enum class InsnKind : std::uint8_t {
 
 struct Insn {
   InsnKind kind = InsnKind::scalar;
-  std::uint8_t eew_bits = 0;    // memory element width
-  std::uint8_t fields = 1;      // segment fields (nf + 1), or registers for whole moves
-  bool sets_vtype = false;      // vsetvli / vsetivli: `vtype` below applies from here on
-  bool register_vtype = false;  // vsetvl: the new vtype comes from a register
+  std::uint8_t eew_bits = 0;      // memory element width
+  std::uint8_t fields = 1;        // segment fields (nf + 1), or registers for whole moves
+  bool sets_vtype = false;        // vsetvli / vsetivli: `vtype` below applies from here on
+  bool register_vtype = false;    // vsetvl: the new vtype comes from a register
+  bool store = false;             // a scalar or vector store (else a load, for memory accesses)
+  std::uint8_t scalar_bytes = 0;  // bytes a scalar load or store moves (0 for anything else)
   Vtype vtype;
 };
 

@@ -11,6 +11,7 @@
 #include "mblast/eval_options.hpp"
 #include "native/native_eval.hpp"
 #include "rvv_runner.hpp"
+#include "rvv_signature.hpp"
 #include "rvv_sweep.hpp"
 
 namespace mblast::rvv {
@@ -50,6 +51,10 @@ class RvvBackend final : public NativeBackend {
 
   NativeRunResult run(const fs::path& candidate, const BundleSet& bundles) override {
     return run_rvv_candidate(candidate, bundles, run_);
+  }
+
+  nlohmann::json signature(const NativeRunResult& run, const BundleSet& bundles) override {
+    return rvv_signature(run.timing, ForwardWork::from_meta(bundles.meta));
   }
 
   std::vector<NativeBaseline> baselines(const fs::path& problem,
@@ -147,7 +152,8 @@ class RvvBackend final : public NativeBackend {
     const bool by_cost = result.timing.contains("cost");  // QEMU; a real machine gives ms
     baselines_->push_back(
         {name, result.timing.value(by_cost ? "cost" : "median_ms", 0.0), by_cost ? "cost" : "ms",
-         source.filename().string() + " built with " + flags + " on " + result.device_name});
+         source.filename().string() + " built with " + flags + " on " + result.device_name,
+         signature(result, bundles)});
   }
 
   EvalOptions options_;

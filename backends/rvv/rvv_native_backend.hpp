@@ -3,6 +3,7 @@
 //   run        run_rvv_candidate at the vlen option (cost model DLEN 128)
 //   baselines  "scalar_c_O2" (primary) and "autovec_c_O3": the problem's plain C twin <stem>.c
 //              beside it, when there is one and it is correct, priced like a candidate
+//   signature  rvv_signature.hpp: vector and memory measures and the cost model's speed of light
 //   built-in   "lmul_choice" and "unroll_choice" (rvv_sweep.hpp)
 //   assemble   one .c file
 #include <memory>

@@ -38,10 +38,12 @@ std::vector<std::string> rvv_compile_flags(const RvvOptions& options);
 
 // Builds and runs the candidate on every bundle. Candidate failures come back in error_kind
 // ("compile" with the compiler's log, "candidate_runtime", "timeout", "crash"); timing holds
-// {"cost", "instructions", "vector_instructions", "vset_instructions", "vector_bytes", "blocks",
-// "model", "vlen", "dlen", "per_bundle"}; details holds "flags" (["input_mutated"] when the
-// forward wrote to an input), "compile_flags", "build_key", "cached_build". Throws
-// mblast::Error when the toolchain is missing (input_error) or the job itself fails.
+// {"cost", "instructions", "vector_instructions", "vset_instructions", "vector_bytes",
+// "scalar_load_bytes", "scalar_store_bytes", "vector_load_bytes", "vector_store_bytes",
+// "strided_bytes", "blocks", "model", "vlen", "dlen", "per_bundle"}; details holds "flags"
+// (["input_mutated"] when the forward wrote to an input), "compile_flags", "build_key",
+// "cached_build". Throws mblast::Error when the toolchain is missing (input_error) or the job
+// itself fails.
 NativeRunResult run_rvv_candidate(const std::filesystem::path& candidate_c,
                                   const BundleSet& bundles, const RvvOptions& options);
 

@@ -146,6 +146,11 @@ class TracePricer {
     total_.vector_instructions += c.vector_instructions;
     total_.vset_instructions += c.vset_instructions;
     total_.vector_bytes += c.vector_bytes;
+    total_.scalar_load_bytes += c.scalar_load_bytes;
+    total_.scalar_store_bytes += c.scalar_store_bytes;
+    total_.vector_load_bytes += c.vector_load_bytes;
+    total_.vector_store_bytes += c.vector_store_bytes;
+    total_.strided_bytes += c.strided_bytes;
     total_.blocks += 1;
     vtype_ = block.vtype_after;
     next_flags_give_vtype_ = block.vtype_from_next_flags;
@@ -162,13 +167,20 @@ class TracePricer {
       c.vset_instructions += insn.kind == InsnKind::vset ? 1 : 0;
       if (is_vector(insn.kind)) {
         c.vector_instructions += 1;
-        c.vector_bytes += model_.vector_bytes(insn, vtype);
+        add_vector_bytes(c, insn, model_.vector_bytes(insn, vtype));
       }
+      (insn.store ? c.scalar_store_bytes : c.scalar_load_bytes) += insn.scalar_bytes;
       if (insn.sets_vtype) vtype = insn.vtype;
       if (insn.register_vtype) block.vtype_from_next_flags = true;
     }
     block.vtype_after = vtype;
     block.run_cost = c;
+  }
+
+  static void add_vector_bytes(TraceCost& c, const Insn& insn, std::uint64_t bytes) {
+    c.vector_bytes += bytes;
+    (insn.store ? c.vector_store_bytes : c.vector_load_bytes) += bytes;
+    if (insn.kind == InsnKind::vector_element_memory) c.strided_bytes += bytes;
   }
 
   static std::string hex(std::uint64_t value) {
@@ -198,6 +210,11 @@ nlohmann::json TraceCost::to_json() const {
           {"vector_instructions", vector_instructions},
           {"vset_instructions", vset_instructions},
           {"vector_bytes", vector_bytes},
+          {"scalar_load_bytes", scalar_load_bytes},
+          {"scalar_store_bytes", scalar_store_bytes},
+          {"vector_load_bytes", vector_load_bytes},
+          {"vector_store_bytes", vector_store_bytes},
+          {"strided_bytes", strided_bytes},
           {"blocks", blocks}};
 }
 

@@ -23,7 +23,15 @@ struct TraceCost {
   std::uint64_t vector_instructions = 0;  // vector instructions other than vset*
   std::uint64_t vset_instructions = 0;
   std::uint64_t vector_bytes = 0;  // moved by vector loads/stores, at VLMAX
-  std::uint64_t blocks = 0;        // translation blocks run in the window
+  // Bytes loaded and stored by every memory instruction: scalar ones by their width, vector ones
+  // at VLMAX (so vector_load_bytes + vector_store_bytes = vector_bytes); strided_bytes is the
+  // part moved by strided and indexed vector accesses, one element per cycle.
+  std::uint64_t scalar_load_bytes = 0;
+  std::uint64_t scalar_store_bytes = 0;
+  std::uint64_t vector_load_bytes = 0;
+  std::uint64_t vector_store_bytes = 0;
+  std::uint64_t strided_bytes = 0;
+  std::uint64_t blocks = 0;  // translation blocks run in the window
   // False when the run never entered mblast_begin or never returned to mblast_end (e.g. the
   // forward called exit): the counts then mean nothing.
   bool window_closed = false;

@@ -15,6 +15,15 @@
 namespace mblast::report {
 
 // One problem: a finished run, an unfinished one, or one listed in batch.json that never ran.
+// A state the run's steps were classified into (steps.jsonl "state"), with the evidence of the
+// first step in it (its "state_evidence": each condition's metric, value and threshold).
+struct StateVisit {
+  std::string state;
+  std::string evidence;
+  std::int64_t steps = 0;
+  std::int64_t first_step = 0;
+};
+
 struct ProblemRow {
   std::string name;               // the batch's name for it (file stem), or the run's task
   std::string task;               // e.g. "level1/19_ReLU"
@@ -38,6 +47,7 @@ struct ProblemRow {
   nlohmann::json tolerance;
   // Running best speedup after each step that had one: (evaluations so far, best speedup).
   std::vector<std::pair<double, double>> trajectory;
+  std::vector<StateVisit> states;  // in the order the steps first reached them
 };
 
 struct Report {

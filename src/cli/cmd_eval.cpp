@@ -103,7 +103,8 @@ void print_report(const nlohmann::json& r) {
     std::cout << "signature  ";
     for (const char* metric :
          {"kernel_count", "launch_overhead_fraction", "sol_fraction", "memory_sol_fraction",
-          "compute_sol_fraction", "arithmetic_intensity", "tensor_core_fraction"}) {
+          "compute_sol_fraction", "arithmetic_intensity", "tensor_core_fraction",
+          "vector_instruction_fraction", "access_bytes_ratio"}) {
       if (sig.contains(metric) && sig[metric].is_number()) {
         std::cout << " " << metric << "=" << number(sig[metric], "%.3g");
       }

@@ -170,8 +170,10 @@ void Loop::check_techniques() const {
 
 void Loop::baseline() {
   if (auto measured = backend_.measured_baseline()) {
+    // The profile of the backend's own baseline kernel (native backends), when it has one.
     baseline_ = *measured;
-    current_.signature = nlohmann::json::object();
+    current_.signature =
+        baseline_.signature.is_object() ? baseline_.signature : nlohmann::json::object();
   } else {
     const auto reference = backend_.builtin("reference", options_.problem, true);
     // The reference's judge also times torch.compile of it: the second baseline of reports.

@@ -145,9 +145,9 @@ std::vector<MetricDelta> profile_deltas(const nlohmann::json& before, const nloh
   std::vector<MetricDelta> deltas;
   const Signature a = signature_from_json(before);
   const Signature b = signature_from_json(after);
-  for (const char* metric :
-       {"total_ms", "kernel_count", "launch_overhead_fraction", "sol_fraction",
-        "memory_sol_fraction", "compute_sol_fraction", "tensor_core_fraction"}) {
+  for (const char* metric : {"total_ms", "kernel_count", "launch_overhead_fraction", "sol_fraction",
+                             "memory_sol_fraction", "compute_sol_fraction", "tensor_core_fraction",
+                             "vector_instruction_fraction", "access_bytes_ratio"}) {
     const auto x = a.find(metric);
     const auto y = b.find(metric);
     if (x != a.end() && y != b.end()) deltas.push_back({metric, x->second, y->second});

@@ -22,6 +22,17 @@ nlohmann::json speedup_json(const SpeedupMetrics& m) {
           {"speedups", m.speedups}};
 }
 
+nlohmann::json states_json(const std::vector<StateVisit>& states) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& v : states) {
+    list.push_back({{"state", v.state},
+                    {"steps", v.steps},
+                    {"first_step", v.first_step},
+                    {"evidence", v.evidence}});
+  }
+  return list;
+}
+
 nlohmann::json row_json(const ProblemRow& row) {
   return {{"name", row.name},
           {"task", row.task},
@@ -43,7 +54,8 @@ nlohmann::json row_json(const ProblemRow& row) {
           {"policy", string_or(row.tolerance, "policy")},
           {"run_id", row.run_id},
           {"run_dir", row.run_dir},
-          {"trajectory", row.trajectory}};
+          {"trajectory", row.trajectory},
+          {"states", states_json(row.states)}};
 }
 
 nlohmann::json techniques_json(const TechniqueStats& stats) {

@@ -35,6 +35,25 @@ std::vector<std::pair<double, double>> read_trajectory(const fs::path& run_dir,
   return points;
 }
 
+std::vector<StateVisit> read_states(const fs::path& run_dir, std::vector<std::string>& warnings) {
+  std::vector<StateVisit> states;
+  std::error_code ec;
+  if (!fs::is_regular_file(run_dir / "steps.jsonl", ec)) return states;
+  for (const auto& step : read_json_lines(run_dir / "steps.jsonl", warnings)) {
+    const std::string state = string_or(step, "state");
+    if (state.empty()) continue;
+    auto visit = std::find_if(states.begin(), states.end(),
+                              [&](const StateVisit& v) { return v.state == state; });
+    if (visit == states.end()) {
+      states.push_back(
+          {state, string_or(step, "state_evidence"), 0, integer_or(step, "global_step")});
+      visit = std::prev(states.end());
+    }
+    ++visit->steps;
+  }
+  return states;
+}
+
 LoadedRun row_from_run(const nlohmann::json& run, const fs::path& run_dir,
                        std::vector<std::string>& warnings) {
   LoadedRun loaded;
@@ -73,6 +92,7 @@ LoadedRun row_from_run(const nlohmann::json& run, const fs::path& run_dir,
   row.tolerance = run.value("tolerance", nlohmann::json());
   row.run_dir = run_dir.empty() ? string_or(run, "run_dir") : run_dir.string();
   if (!run_dir.empty()) row.trajectory = read_trajectory(run_dir, warnings);
+  if (!run_dir.empty()) row.states = read_states(run_dir, warnings);
   loaded.aliases = {row.name, row.task, problem_stem(row.task)};
   if (!problem.empty()) loaded.aliases.insert(problem);
   if (!run_dir.empty()) loaded.aliases.insert(run_dir.filename().string());

@@ -39,6 +39,21 @@ void table(std::ostream& out, const std::vector<std::string>& headers,
   }
 }
 
+// Each problem's states, in the order its steps reached them, with the evidence of the first.
+void write_states(std::ostream& out, const Report& report) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& row : report.rows) {
+    for (const auto& v : row.states) {
+      rows.push_back({row.name, row.backend, v.state, std::to_string(v.steps),
+                      std::to_string(v.first_step), v.evidence});
+    }
+  }
+  if (rows.empty()) return;
+  out << "\n## States\n\n";
+  table(out, {"problem", "backend", "state", "steps", "first step", "evidence at the first step"},
+        rows, {false, false, false, true, true, false});
+}
+
 }  // namespace
 
 std::string to_markdown(const Report& report, const Metrics& m, const TechniqueStats& stats) {
@@ -67,6 +82,8 @@ std::string to_markdown(const Report& report, const Metrics& m, const TechniqueS
   std::vector<bool> right;
   for (std::size_t i = 0; i < headers.size(); ++i) right.push_back(numeric_column(i));
   table(out, headers, rows, right);
+
+  write_states(out, report);
 
   out << "\n## Techniques (" << (stats.scope == "kb" ? "whole KB" : "these runs") << ")\n\n";
   if (stats.rows.empty()) {

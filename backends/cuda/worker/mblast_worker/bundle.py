@@ -1,8 +1,9 @@
 """Tensor bundles for the native backends (OpenCL, RVV): a problem's inputs, parameters and
 expected outputs per seed, made on the CPU. The file format is documented in
 include/mblast/bundle.hpp; `meta.json` beside the files describes them and carries PyTorch's own
-fp32 error against the float64 reference (the precision policy widens the tolerance to 1.5x it)
-and the PyTorch CPU time of the reference (the OpenCL baseline).
+fp32 error against the float64 reference (the precision policy widens the tolerance to 1.5x it),
+the PyTorch CPU time of the reference (the OpenCL baseline) and the work of one forward
+(`work`: minimal bytes and FLOPs, which the native signatures set against the measured time).
 
     python3 -m mblast_worker.bundle PROBLEM.py OUT_DIR [--seeds 5] [--seed 1] [--runs 30]
 """
@@ -21,6 +22,8 @@ from typing import Any, BinaryIO, Dict, List, Tuple
 import torch
 
 from .compare import eager_error
+from .costmodel import min_bytes
+from .flops import count_dispatch_flops
 from .errors import TaskError, WorkerError
 from .loader import call_input_fn, construct, describe, load_problem
 from .outputs import kind_error, output_list
@@ -111,6 +114,14 @@ def _time_torch(model: torch.nn.Module, inputs: List[Any], runs: int) -> Tuple[D
     return best, threads
 
 
+def _work(model: torch.nn.Module, inputs: List[Any], eager: List[torch.Tensor]) -> Dict[str, Any]:
+    """What one forward must do at least, for the native signatures' speed of light: every input,
+    parameter and output moved once, and its FLOPs counted over the aten ops (flops.py)."""
+    return {"min_bytes": min_bytes(inputs, model, eager),
+            "flops": count_dispatch_flops(lambda: model(*[x.clone() for x in inputs])),
+            "flop_rules": "mblast_worker.flops"}
+
+
 def make_bundles(problem_path: str, out_dir: str, seeds: int, first_seed: int, runs: int) -> Dict[str, Any]:
     torch.set_grad_enabled(False)
     problem = load_problem(problem_path)
@@ -160,6 +171,7 @@ def make_bundles(problem_path: str, out_dir: str, seeds: int, first_seed: int, r
             meta["parameters"] = [_describe(n, t) for n, t in params]
             meta["outputs"] = [_describe(f"output{i}", e) for i, e in enumerate(eager)]
             timing_inputs, model32 = inputs, model
+            meta["work"] = _work(model, inputs, eager)
     meta["eager"] = {"max_abs_err": worst_abs, "max_rel_err": worst_rel, "policy_err": worst_policy}
     if model32 is not None and runs > 0:
         meta["torch_cpu_ms"], meta["threads"] = _time_torch(model32, timing_inputs, runs)

@@ -4,16 +4,19 @@ from typing import Any, Callable, List, Optional
 
 import torch
 
+from .flops import count_dispatch_flops
 from .request import DeviceCeilings
 from .tensors import flat_tensors, nbytes
 
 
 def count_flops(call: Callable[[], Any]) -> Optional[float]:
-    """FLOPs of one call via torch.utils.flop_counter (torch >= 2.1); None where unavailable."""
+    """FLOPs of one call via torch.utils.flop_counter (torch >= 2.1), else counted over the aten
+    ops it dispatches (flops.py: the same rule for matrix products and convolutions, and
+    elementwise ops and reductions counted too)."""
     try:
         from torch.utils.flop_counter import FlopCounterMode  # type: ignore[import-not-found]
     except ImportError:
-        return None
+        return count_dispatch_flops(call)
     counter = FlopCounterMode(display=False)
     with counter:
         call()

@@ -1,0 +1,44 @@
+#include "native/native_signature.hpp"
+
+#include <algorithm>
+
+namespace mblast {
+
+namespace {
+
+std::optional<double> positive(const nlohmann::json& object, const char* key) {
+  const auto value = object.value(key, nlohmann::json());
+  if (value.is_number() && value.get<double>() >= 0) return value.get<double>();
+  return std::nullopt;
+}
+
+}  // namespace
+
+ForwardWork ForwardWork::from_meta(const nlohmann::json& bundle_meta) {
+  ForwardWork work;
+  if (!bundle_meta.is_object()) return work;
+  const auto recorded = bundle_meta.value("work", nlohmann::json::object());
+  if (!recorded.is_object()) return work;
+  work.flops = positive(recorded, "flops");
+  work.min_bytes = positive(recorded, "min_bytes");
+  return work;
+}
+
+void add_speed_of_light(nlohmann::json& signature, const ForwardWork& work,
+                        const std::optional<PeakRates>& peak, double measured) {
+  if (work.min_bytes) signature["min_bytes"] = *work.min_bytes;
+  if (work.flops) signature["flops"] = *work.flops;
+  if (work.flops && work.min_bytes && *work.min_bytes > 0) {
+    signature["arithmetic_intensity"] = *work.flops / *work.min_bytes;
+  }
+  if (!peak || measured <= 0) return;
+  std::optional<double> memory, compute;
+  if (work.min_bytes && peak->bytes > 0) memory = *work.min_bytes / peak->bytes / measured;
+  if (work.flops && peak->flops > 0) compute = *work.flops / peak->flops / measured;
+  if (memory) signature["memory_sol_fraction"] = *memory;
+  if (compute) signature["compute_sol_fraction"] = *compute;
+  if (memory || compute)
+    signature["sol_fraction"] = std::max(memory.value_or(0), compute.value_or(0));
+}
+
+}  // namespace mblast

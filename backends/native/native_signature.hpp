@@ -1,0 +1,36 @@
+#pragma once
+// The parts of a native profile signature (DESIGN.md §3) that OpenCL and RVV share: the work one
+// forward must do at least (recorded in the bundles' meta.json by the Python worker) set against
+// what a candidate measured, as the speed-of-light fractions the state classifier reads.
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+namespace mblast {
+
+// Every input, parameter and output moved once, and the FLOPs of the reference's aten ops
+// (backends/cuda/worker/mblast_worker/flops.py). Missing in bundles made before they were
+// recorded.
+struct ForwardWork {
+  std::optional<double> flops;
+  std::optional<double> min_bytes;
+
+  static ForwardWork from_meta(const nlohmann::json& bundle_meta);
+};
+
+// The most a device moves and computes per unit of what a candidate is measured in: bytes and
+// FLOPs per millisecond on OpenCL (its measured ceilings), per cost unit on RVV (the cost model's
+// datapath).
+struct PeakRates {
+  double bytes = 0;
+  double flops = 0;
+};
+
+// Adds to `signature` "min_bytes", "flops", "arithmetic_intensity" (FLOPs per minimal byte) and,
+// given rates and a measured value > 0: "memory_sol_fraction" (min_bytes at the peak byte rate,
+// over the measured value), "compute_sol_fraction" (FLOPs at the peak FLOP rate, over it) and
+// "sol_fraction" (the larger), the names the seed states' conditions use, as on CUDA.
+void add_speed_of_light(nlohmann::json& signature, const ForwardWork& work,
+                        const std::optional<PeakRates>& peak, double measured);
+
+}  // namespace mblast
