@@ -27,6 +27,25 @@ BackendOption remote_option() {
           {}};
 }
 
+// Options both native backends take: reduced sizes, and where hand-written baselines are.
+BackendOption shrink_option() {
+  return {"--shrink",
+          "shrink",
+          "opencl, rvv: judge the problem at reduced sizes: its size constants (integers above 16 "
+          "that get_inputs/get_init_inputs read) divided by the smallest power of two that brings "
+          "one forward's inputs, parameters and outputs to at most N elements",
+          {},
+          [](const std::string& value) { shrink_budget(value); }};
+}
+
+BackendOption baselines_option() {
+  return {"--baselines",
+          "baselines",
+          "opencl, rvv: folder holding the problem's hand-written baselines, <stem>.naive.cl and "
+          "<stem>.c (default: beside the problem)",
+          {}};
+}
+
 BackendTraits opencl_traits() {
   BackendTraits t;
   t.name = "opencl";
@@ -44,6 +63,8 @@ BackendTraits opencl_traits() {
   };
   t.check_device = [](const std::string&) {};  // the OpenCL runner resolves and reports it
   t.options = {remote_option(),
+               shrink_option(),
+               baselines_option(),
                {"--remote-mblast",
                 "remote_mblast",
                 "opencl: the mblast binary on the --remote target (default: mblast on its PATH)",
@@ -64,6 +85,8 @@ BackendTraits rvv_traits() {
   };
   t.check_device = [](const std::string&) {};
   t.options = {remote_option(),
+               shrink_option(),
+               baselines_option(),
                {"--remote-prefix",
                 "remote_prefix",
                 "rvv with --remote: run the executable through this command on the target (e.g. "
@@ -180,6 +203,33 @@ const BackendRow& backend_row(std::string_view name) {
                       "use --backend " + backend_names());
   }
   return *it;
+}
+
+void check_target_options(const BackendTraits& traits,
+                          const std::map<std::string, std::string>& target) {
+  for (const auto& [key, value] : target) {
+    if (value.empty()) continue;
+    const auto takes = [&](const BackendTraits& t) {
+      return std::any_of(t.options.begin(), t.options.end(),
+                         [&](const BackendOption& o) { return o.key == key; });
+    };
+    if (takes(traits)) {
+      for (const auto& o : traits.options) {
+        if (o.key == key && o.check) o.check(value);
+      }
+      continue;
+    }
+    std::string flag = "--" + key, others;
+    for (const auto& row : backend_registry()) {
+      if (!takes(row.traits)) continue;
+      others += (others.empty() ? "" : ", ") + row.traits.name;
+      for (const auto& o : row.traits.options) {
+        if (o.key == key) flag = o.flag;
+      }
+    }
+    throw input_error(flag + " is not an option of the " + traits.name + " backend",
+                      others.empty() ? "drop it" : "drop it, or use --backend " + others);
+  }
 }
 
 std::vector<EvalResult> Backend::judge_all(const std::vector<std::filesystem::path>& candidates) {

@@ -9,9 +9,9 @@
 #include <sstream>
 
 #include "mblast/error.hpp"
-#include "mblast/support.hpp"
 #include "mblast/process.hpp"
 #include "mblast/python.hpp"
+#include "mblast/support.hpp"
 
 namespace mblast {
 
@@ -207,7 +207,8 @@ void write_bundle(const fs::path& path, const Bundle& bundle) {
 }
 
 BundleSet make_bundles(const fs::path& problem, int seeds, std::uint64_t seed,
-                       const fs::path& cache_dir, const fs::path& python, int timing_runs) {
+                       const fs::path& cache_dir, const fs::path& python, int timing_runs,
+                       std::int64_t shrink) {
   std::ifstream in(problem, std::ios::binary);
   if (!in) throw input_error("cannot read the problem " + problem.string(), "check the path");
   std::ostringstream source;
@@ -215,7 +216,8 @@ BundleSet make_bundles(const fs::path& problem, int seeds, std::uint64_t seed,
   const fs::path worker = worker_directory();
   const std::string key =
       sha256_hex(source.str() + "\n" + std::to_string(seeds) + "/" + std::to_string(seed) + "/" +
-                 std::to_string(timing_runs) + "/" + worker.filename().string())
+                 std::to_string(timing_runs) + "/" + worker.filename().string() +
+                 (shrink > 0 ? "/shrink-v1=" + std::to_string(shrink) : ""))
           .substr(0, 24);
   BundleSet set;
   set.dir = cache_dir / "bundles" / key;
@@ -226,6 +228,10 @@ BundleSet make_bundles(const fs::path& problem, int seeds, std::uint64_t seed,
         python.string(),      "-m",      "mblast_worker.bundle",     fs::absolute(problem).string(),
         staging.string(),     "--seeds", std::to_string(seeds),      "--seed",
         std::to_string(seed), "--runs",  std::to_string(timing_runs)};
+    if (shrink > 0) {
+      spec.argv.push_back("--shrink");
+      spec.argv.push_back(std::to_string(shrink));
+    }
     spec.env["PYTHONPATH"] = worker.string();
     spec.env["CUDA_VISIBLE_DEVICES"] = "";  // bundles are made on the CPU
     spec.timeout = std::chrono::minutes(10);
@@ -235,7 +241,10 @@ BundleSet make_bundles(const fs::path& problem, int seeds, std::uint64_t seed,
       fs::remove_all(staging, ec);
       if (result.exit_code == 2) {
         throw input_error("the problem cannot be bundled for a native backend: " + result.err,
-                          "fix the problem file; native backends need tensor inputs and outputs");
+                          shrink > 0 ? "give --shrink a budget the message allows, or fix the "
+                                       "problem file"
+                                     : "fix the problem file; native backends need tensor inputs "
+                                       "and outputs");
       }
       throw job_error("making the tensor bundles failed (" + result.describe() +
                       "): " + result.err);

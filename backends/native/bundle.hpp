@@ -63,11 +63,13 @@ struct BundleSet {
 };
 
 // Runs the Python worker on the CPU to make (or finds in cache_dir/bundles/) the bundles of
-// `problem` for seeds seed .. seed + seeds - 1. Throws input_error (exit 2) when the problem is
-// unusable.
+// `problem` for seeds seed .. seed + seeds - 1. With shrink > 0 they are made from the problem at
+// reduced sizes, at most `shrink` elements of inputs, parameters and outputs (mblast_worker.shrink;
+// meta["shrink"] says what changed, dir/problem.py is the shrunken source). Throws input_error
+// (exit 2) when the problem is unusable or cannot be shrunk to that budget.
 BundleSet make_bundles(const std::filesystem::path& problem, int seeds, std::uint64_t seed,
                        const std::filesystem::path& cache_dir, const std::filesystem::path& python,
-                       int timing_runs);
+                       int timing_runs, std::int64_t shrink = 0);
 
 // Output comparison against the float64 reference under the precision policy.
 struct Comparison {

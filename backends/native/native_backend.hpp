@@ -41,6 +41,15 @@ struct NativeBaseline {
   nlohmann::json signature = nlohmann::json::object();
 };
 
+// A hand-written baseline of `problem` (its naive kernel or plain C twin): <stem><suffix> in
+// `folder` (the --baselines option) when given, else beside the problem.
+inline std::filesystem::path baseline_file(const std::filesystem::path& problem,
+                                           const std::string& folder, const std::string& suffix) {
+  const std::filesystem::path dir =
+      folder.empty() ? problem.parent_path() : std::filesystem::path(folder);
+  return dir / (problem.stem().string() + suffix);
+}
+
 // One native target: runs candidates and measures the problem's baselines.
 class NativeBackend {
  public:
@@ -53,6 +62,9 @@ class NativeBackend {
   // The baselines, primary first; measured once and remembered by the backend object.
   virtual std::vector<NativeBaseline> baselines(const std::filesystem::path& problem,
                                                 const BundleSet& bundles) = 0;
+  // After baselines(): why each baseline this backend knows is not among them ("rvv: no scalar C
+  // twin: ...", a twin that failed verification), one line each.
+  virtual std::vector<std::string> missing_baselines() const { return {}; }
   // The hardware id for the KB ("PoCL cpu: <model>", "qemu rv64gcv vlen=256").
   virtual std::string hardware() = 0;
   // The candidate file's extension (".cl", ".c").

@@ -1,5 +1,7 @@
 #include "native/native_judge.hpp"
 
+#include <fstream>
+#include <iterator>
 #include <utility>
 
 #include "mblast/error.hpp"
@@ -17,7 +19,8 @@ class NativeJudge final : public Backend {
               std::unique_ptr<NativeBackend> native)
       : traits_(std::move(traits)), options_(context.options), native_(std::move(native)) {
     bundles_ = make_bundles(options_.problem, options_.seeds, options_.seed, options_.cache_dir,
-                            context.python, options_.timing_runs);
+                            context.python, options_.timing_runs,
+                            shrink_budget(options_.target_value("shrink")));
   }
 
   const BackendTraits& traits() const override { return traits_; }
@@ -40,6 +43,8 @@ class NativeJudge final : public Backend {
       result[baselines.front().unit == "cost" ? "ref_cost" : "ref_ms"] = baselines.front().value;
       result["speedup_baseline"] = baselines.front().name;
     }
+    result["missing_baselines"] = native_->missing_baselines();
+    if (bundles_.meta.contains("shrink")) result["shrink"] = bundles_.meta["shrink"];
     return EvalResult::from_json(result);
   }
 
@@ -56,6 +61,15 @@ class NativeJudge final : public Backend {
   }
 
   std::string hardware(const EvalResult& /*baseline*/) override { return native_->hardware(); }
+
+  std::optional<std::string> judged_problem_source() override {
+    if (!bundles_.meta.contains("shrink")) return std::nullopt;
+    const fs::path file =
+        bundles_.dir / bundles_.meta["shrink"].value("problem_file", "problem.py");
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw job_error("the bundle cache lacks its shrunken problem " + file.string());
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
 
   // The runner builds and runs a candidate in one child process: a build error comes back as the
   // result's compile error.
@@ -101,6 +115,23 @@ class NativeJudge final : public Backend {
 };
 
 }  // namespace
+
+std::int64_t shrink_budget(const std::string& text) {
+  if (text.empty()) return 0;
+  std::size_t used = 0;
+  std::int64_t value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || value < 1) {
+    throw input_error("--shrink takes a number of elements, not '" + text + "'",
+                      "give the budget of one forward's inputs, parameters and outputs, e.g. "
+                      "--shrink 262144");
+  }
+  return value;
+}
 
 std::unique_ptr<Backend> make_native_judge(const BackendTraits& traits,
                                            const BackendContext& context,

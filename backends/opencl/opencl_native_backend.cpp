@@ -62,7 +62,12 @@ class OpenClBackend final : public NativeBackend {
     // the host's PyTorch is not the alternative).
     const bool torch_leads = torch.contains("median_ms") && local_cpu_device();
     if (torch_leads) baselines_->push_back(torch_baseline(torch, bundles));
-    const fs::path naive = problem.parent_path() / (problem.stem().string() + ".naive.cl");
+    if (!torch.contains("median_ms")) {
+      missing_.push_back("torch_cpu: the bundles hold no PyTorch CPU time (made with --runs 0)");
+    }
+    // The naive kernel is optional: the project writes one for its own problems; a problem
+    // without one (a KernelBench problem) is measured against PyTorch alone.
+    const fs::path naive = baseline_file(problem, options_.target_value("baselines"), ".naive.cl");
     if (fs::is_regular_file(naive)) {
       const NativeRunResult result = run_opencl_candidate(naive, bundles, run_);
       const std::string failure = verify(result, bundles);
@@ -72,13 +77,19 @@ class OpenClBackend final : public NativeBackend {
                                signature(result, bundles)});
       } else {
         spdlog::warn("the naive OpenCL baseline {} is not used: {}", naive.string(), failure);
+        missing_.push_back("naive_opencl: " + naive.string() + " failed: " + failure);
       }
+    } else {
+      missing_.push_back("naive_opencl: no naive kernel " + naive.string() +
+                         " (optional; write one there, or name its folder with --baselines)");
     }
     if (!torch_leads && torch.contains("median_ms")) {
       baselines_->push_back(torch_baseline(torch, bundles));
     }
     return *baselines_;
   }
+
+  std::vector<std::string> missing_baselines() const override { return missing_; }
 
   static NativeBaseline torch_baseline(const nlohmann::json& torch, const BundleSet& bundles) {
     return {"torch_cpu", torch["median_ms"].get<double>(), "ms",
@@ -168,6 +179,7 @@ class OpenClBackend final : public NativeBackend {
   std::optional<std::vector<NativeBaseline>> baselines_;
   // Measured (or read from the cache) at the first signature; nullopt inside when they cannot be.
   std::optional<std::optional<DeviceCeilings>> ceilings_;
+  std::vector<std::string> missing_;
   std::string hardware_;
 };
 

@@ -61,11 +61,15 @@ class RvvBackend final : public NativeBackend {
                                         const BundleSet& bundles) override {
     if (baselines_) return *baselines_;
     baselines_.emplace();
-    fs::path source = problem;
-    source.replace_extension(".c");
+    const fs::path source = baseline_file(problem, options_.target_value("baselines"), ".c");
     if (!fs::is_regular_file(source)) {
+      // The baselines are the problem's computation in plain C, written by hand: without one
+      // there is nothing honest to measure a candidate against.
       spdlog::warn("the RVV backend has no baseline for {}: write its plain C twin {}",
                    problem.string(), source.string());
+      missing_.push_back("best_c: no scalar C twin " + source.string() +
+                         " (write the computation in plain C against mblast_rvv.h there, or name "
+                         "its folder with --baselines)");
       return *baselines_;
     }
     const RvvBaselines measured = run_rvv_baselines(source, bundles, run_);
@@ -74,6 +78,8 @@ class RvvBackend final : public NativeBackend {
     lead_with_the_better_compiler_build();
     return *baselines_;
   }
+
+  std::vector<std::string> missing_baselines() const override { return missing_; }
 
   std::string hardware() override {
     if (!run_.remote.empty()) {
@@ -146,6 +152,7 @@ class RvvBackend final : public NativeBackend {
     }
     if (!failure.empty()) {
       spdlog::warn("the RVV baseline {} ({}) is not used: {}", name, source.string(), failure);
+      missing_.push_back(name + ": " + source.string() + " failed: " + failure);
       return;
     }
     const std::string flags = result.details.value("compile_flags", nlohmann::json()).dump();
@@ -159,6 +166,7 @@ class RvvBackend final : public NativeBackend {
   EvalOptions options_;
   RvvOptions run_;
   std::optional<std::vector<NativeBaseline>> baselines_;
+  std::vector<std::string> missing_;
 };
 
 }  // namespace

@@ -31,6 +31,8 @@ struct BackendOption {
   std::string key;   // "vlen"
   std::string help;
   std::vector<std::string> allowed;  // empty: any value
+  // Throws input_error for a value the backend cannot take (checked before a run starts).
+  std::function<void(const std::string& value)> check;
 };
 
 // What the loop and the CLI know of a backend without running it.
@@ -70,6 +72,9 @@ class Backend {
   virtual std::optional<EvalResult> measured_baseline() = 0;
   // The hardware id for the KB, from the baseline's result.
   virtual std::string hardware(const EvalResult& baseline) = 0;
+  // The problem's source as it is judged, where that is not the problem file (a native
+  // backend's --shrink judges it at reduced sizes): what the agents see. nullopt: the file.
+  virtual std::optional<std::string> judged_problem_source() { return std::nullopt; }
 
   virtual Artifact build(const std::filesystem::path& candidate) = 0;
   // Verify, measure and profile a built candidate (a failed build yields its compile error);
@@ -138,5 +143,9 @@ const std::vector<BackendRow>& backend_registry();
 const BackendRow& backend_row(std::string_view name);
 // "cuda, opencl or rvv".
 std::string backend_names(std::string_view last_separator = " or ");
+// Throws input_error for a backend option given a value (`target`, by key) that `traits`'s
+// backend does not take (--shrink with --backend cuda), naming the backends that do.
+void check_target_options(const BackendTraits& traits,
+                          const std::map<std::string, std::string>& target);
 
 }  // namespace mblast

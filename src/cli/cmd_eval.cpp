@@ -282,6 +282,7 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
         options.device = row.traits.default_device;
       }
       row.traits.check_device(options.device);
+      check_target_options(row.traits, options.target);
       if (!c->export_path.empty() && candidates.size() != 1) {
         throw input_error("--export takes one candidate, not " + std::to_string(candidates.size()));
       }

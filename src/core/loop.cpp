@@ -97,7 +97,8 @@ nlohmann::json Loop::run() {
     log.event(e);
     if (user_progress) user_progress(e);
   };
-  problem_source_ = read_text_file(options_.problem, "problem");
+  const auto judged_source = backend_.judged_problem_source();
+  problem_source_ = judged_source ? *judged_source : read_text_file(options_.problem, "problem");
   task_ = task_name(options_.problem);
   states_ = kb_.states();
   check_techniques();
@@ -232,6 +233,9 @@ void Loop::record_run_in_kb() {
       {"device_name",
        baseline_.device_name.empty() ? nlohmann::json() : nlohmann::json(baseline_.device_name)},
       {"tolerance", baseline_.tolerance}};
+  for (const char* key : {"shrink", "missing_baselines"}) {
+    if (baseline_.extra.contains(key)) config["baseline"][key] = baseline_.extra[key];
+  }
   run_.write_config(config);
 }
 
@@ -694,6 +698,9 @@ nlohmann::json Loop::finish(const std::string& status, const std::string& reason
       {"llm_usage", t},
       {"tolerance", baseline_.tolerance},
       {"seconds", run_seconds()}};
+  for (const char* key : {"shrink", "missing_baselines"}) {
+    if (baseline_.extra.contains(key)) result[key] = baseline_.extra[key];
+  }
   if (best_ && best_->time_ms && baseline_.compile_ms && *best_->time_ms > 0 &&
       baseline_.ref_ms.value_or(0) > 0) {
     // Both times come from their own interleaved runs against eager: compare them through it.

@@ -58,6 +58,7 @@ nlohmann::json run_loop(const OptimizeOptions& options, RunDir& run, const Progr
 
 void check_options(const OptimizeOptions& o) {
   backend_row(o.backend).traits.check_device(o.device);
+  check_target_options(backend_row(o.backend).traits, o.target);
   if (o.iterations < 1 || o.steps < 1) throw input_error("--iterations and --steps must be >= 1");
   if (!fs::is_regular_file(o.problem)) {
     throw input_error("no such problem file: " + o.problem.string(), "check the path");

@@ -4,8 +4,11 @@ include/mblast/bundle.hpp; `meta.json` beside the files describes them and carri
 fp32 error against the float64 reference (the precision policy widens the tolerance to 1.5x it),
 the PyTorch CPU time of the reference (the OpenCL baseline) and the work of one forward
 (`work`: minimal bytes and FLOPs, which the native signatures set against the measured time).
+With --shrink N the bundles are made from the problem at reduced sizes (mblast_worker.shrink):
+the shrunken source is written beside them as problem.py and meta.json's "shrink" says what
+changed.
 
-    python3 -m mblast_worker.bundle PROBLEM.py OUT_DIR [--seeds 5] [--seed 1] [--runs 30]
+    python3 -m mblast_worker.bundle PROBLEM.py OUT_DIR [--seeds 5] [--seed 1] [--runs 30] [--shrink N]
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from .errors import TaskError, WorkerError
 from .loader import call_input_fn, construct, describe, load_problem
 from .outputs import kind_error, output_list
 from .session import seed_everything
+from .shrink import shrink_file
 
 MAGIC = b"MBTBNDL1"
 ROLE_INPUT, ROLE_PARAMETER, ROLE_EXPECTED = 0, 1, 2
@@ -122,12 +126,21 @@ def _work(model: torch.nn.Module, inputs: List[Any], eager: List[torch.Tensor]) 
             "flop_rules": "mblast_worker.flops"}
 
 
-def make_bundles(problem_path: str, out_dir: str, seeds: int, first_seed: int, runs: int) -> Dict[str, Any]:
+def make_bundles(problem_path: str, out_dir: str, seeds: int, first_seed: int, runs: int,
+                 shrink: int = 0) -> Dict[str, Any]:
     torch.set_grad_enabled(False)
-    problem = load_problem(problem_path)
     os.makedirs(out_dir, exist_ok=True)
     meta: Dict[str, Any] = {"problem": os.path.abspath(problem_path), "seeds": [], "torch_version": torch.__version__,
                             "threads": torch.get_num_threads()}
+    if shrink > 0:
+        reduced = shrink_file(problem_path, shrink, first_seed)
+        shrunk_path = os.path.join(out_dir, "problem.py")
+        with open(shrunk_path, "w", encoding="utf-8") as f:
+            f.write(reduced.source)
+        meta["shrink"] = dict(reduced.report(), problem_file="problem.py")
+        problem = load_problem(shrunk_path)
+    else:
+        problem = load_problem(problem_path)
     worst_abs = worst_rel = worst_policy = 0.0
     timing_inputs: List[Any] = []
     model32 = None
@@ -188,9 +201,11 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--runs", type=int, default=30, help="timed runs of the reference on the CPU")
+    parser.add_argument("--shrink", type=int, default=0, metavar="N",
+                        help="make them at reduced sizes: at most N elements of inputs, parameters and outputs")
     args = parser.parse_args(argv)
     try:
-        make_bundles(args.problem, args.out_dir, args.seeds, args.seed, args.runs)
+        make_bundles(args.problem, args.out_dir, args.seeds, args.seed, args.runs, args.shrink)
     except WorkerError as exc:
         print(f"mblast_worker.bundle: {exc.message}", file=sys.stderr)
         return 2
