@@ -381,7 +381,8 @@ class _KeepsHidden(torch.nn.Module):
 
 def test_state_history_is_dropped_and_values_kept() -> None:
     model = _KeepsHidden()
-    out = model(torch.ones(2, 4))
+    with torch.enable_grad():  # whatever an earlier test left as the global mode
+        out = model(torch.ones(2, 4))
     assert model.hidden.grad_fn is not None  # the next call would chain onto this graph
     before = model.hidden.clone()
     assert drop_state_history(model) == 1
