@@ -200,12 +200,7 @@ def _fresh_input_probe(s: Session, ref: Contender, cand: Contender, timer: Any, 
                            {"ref": s.resp.ref_ms, "cand": s.resp.cand_ms})
     if found is None:
         return
-    seen: Dict[str, List[float]] = {"ref": [], "cand": []}
-    for k in range(sets):
-        for c in (ref, cand) if k % 2 == 0 else (cand, ref):
-            m = _timed_call(s, c, timer, c.calls[0], "on inputs seen before")
-            seen[c.name].append(m.ms)
-            m.result = None
+    seen = _alternating_times(s, (ref, cand), timer, sets, lambda k: lambda c: c.calls[0], "on inputs seen before")
     again = _fresh_times(s, (ref, cand), timer, shared, FRESH_SEED_BASE + sets, sets)
     if _memo_slowdown(again, {name: statistics.median(ms) for name, ms in seen.items()}) is None:
         return
@@ -219,14 +214,27 @@ def _fresh_input_probe(s: Session, ref: Contender, cand: Contender, timer: Any, 
 def _fresh_times(s: Session, contenders: Tuple[Contender, Contender], timer: Any, shared: bool, seed: int,
                  sets: int) -> Dict[str, List[float]]:
     """One call of each contender on each of `sets` input sets never seen before, order alternated."""
+
+    def calls_on_new_inputs(k: int) -> Callable[[Contender], Callable[[], Any]]:
+        inputs = s.make_inputs(seed + k)  # dropped with the closure, before the next set is made
+        return lambda c: c.make_call(inputs if shared else clone_all(inputs))
+
+    return _alternating_times(s, contenders, timer, sets, calls_on_new_inputs, "on new inputs")
+
+
+def _alternating_times(s: Session, contenders: Tuple[Contender, Contender], timer: Any, rounds: int,
+                       calls_of_round: Callable[[int], Callable[[Contender], Callable[[], Any]]],
+                       when: str) -> Dict[str, List[float]]:
+    """One timed call of each contender per round, the order alternated; calls_of_round(k) gives
+    each contender's call of round k."""
     times: Dict[str, List[float]] = {c.name: [] for c in contenders}
-    for k in range(sets):
-        inputs = s.make_inputs(seed + k)
+    for k in range(rounds):
+        call_of = calls_of_round(k)
         for c in contenders if k % 2 == 0 else contenders[::-1]:
-            m = _timed_call(s, c, timer, c.make_call(inputs if shared else clone_all(inputs)), "on new inputs")
+            m = _timed_call(s, c, timer, call_of(c), when)
             times[c.name].append(m.ms)
             m.result = None
-        del inputs
+        del call_of
     return times
 
 
