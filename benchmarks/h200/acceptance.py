@@ -16,6 +16,7 @@ reprints it).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -457,7 +458,7 @@ def section_anticheat(run: Run) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     if run.part == "before":  # the tree before the change cannot aim its tests at the GPU
         out["worker_cheats_on_cuda"] = out["cuda_only"] = {"pass": False, "summary": "not run"}
-    elif run.part in ("c", "d"):  # the table passed in an earlier call (part a)
+    elif run.part in ("c", "d", "i"):  # the table passed in an earlier call (part a)
         out["worker_cheats_on_cuda"] = {"pass": True, "summary": "not run again (part c)"}
     elif "MBLAST_TEST_DEVICE" in (ROOT / "tests/python/conftest.py").read_text():
         out["worker_cheats_on_cuda"] = pytest_section(
@@ -465,7 +466,9 @@ def section_anticheat(run: Run) -> Dict[str, Any]:
             180, env)
     else:
         out["worker_cheats_on_cuda"] = {"pass": False, "summary": "not run: the tests cannot target the GPU"}
-    if run.part != "before":
+    if run.part == "i":  # part h ran them (cuda_tests)
+        out["cuda_only"] = {"pass": True, "summary": "run in part h"}
+    elif run.part != "before":
         out["cuda_only"] = pytest_section(run, "pytest-cuda-only", [str(ROOT / "tests/python/test_worker_cuda.py")],
                                           300, env)
     cheats = {}
@@ -720,8 +723,9 @@ def section_memory_diag(run: Run) -> Dict[str, Any]:
 def section_cuda_tests(run: Run) -> Dict[str, Any]:
     """tests/python/test_worker_cuda.py on the GPU with the time it needs (part a's cut it at 120 s)."""
     env = {"MBLAST_TEST_DEVICE": "cuda", "PYTHONUNBUFFERED": "1"}
-    out = pytest_section(run, "pytest-cuda-only-full", [str(ROOT / "tests/python/test_worker_cuda.py"), "-v"],
-                         max(30.0, run.left() - 10), env)
+    spread = ["-n", "4"] if importlib.util.find_spec("xdist") else []  # 13 evaluations, ~40 s each alone
+    out = pytest_section(run, "pytest-cuda-only-full", [str(ROOT / "tests/python/test_worker_cuda.py"), "-v", *spread],
+                         min(240.0 if run.part == "h" else run.left(), max(30.0, run.left() - 10)), env)
     log(f"  cuda tests: {json.dumps(out)}")
     return out
 
@@ -742,6 +746,11 @@ PARTS = {
     # After the fixes part e led to: its memory and noise sections again, then fairness.
     "f": ["env", "memory_diag", "sampler_noise", "fairness"],
     "g": ["env", "fairness", "harness_solo"],  # what part f left of fairness; the host-bound models again
+    # After the judge changes that followed call 11: the CUDA-only tests (spread over four
+    # processes), then fairness and memory on the problems still outside or never re-judged.
+    "h": ["env", "sanity", "cuda_tests", "fairness"],
+    # The same code's tables that part a gave before those changes.
+    "i": ["env", "isolation", "anticheat", "latency", "agreement"],
     "all": ["env", "sanity", "first_later", "agreement", "spread", "anticheat", "isolation", "latency", "fairness"],
     # The code before a change, in one call: what fits of part a, latency last.
     "before": ["env", "first_later", "agreement", "spread", "anticheat", "latency"],
