@@ -95,7 +95,13 @@ BackendTraits rvv_traits() {
                {"--vlen",
                 "vlen",
                 "rvv: vector length QEMU emulates (default 256)",
-                {"64", "128", "256", "512", "1024"}}};
+                {"64", "128", "256", "512", "1024"}},
+               {"--cost-check",
+                "cost_check",
+                "rvv: also count each priced run through a QEMU plugin (instructions, memory "
+                "beats by address, L1 misses) and give its cycles under the independent timing "
+                "model of backends/rvv/COST_MODEL.md (timing.check; slower)",
+                {"off", "on"}}};
   return t;
 }
 

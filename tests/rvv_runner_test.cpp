@@ -133,6 +133,60 @@ TEST_F(RvvRunnerTest, CostIsIdenticalOnEveryRunAndBelowTheScalarLoop) {
   EXPECT_LT(first.timing["cost"].get<double>() * 4, scalar.timing["cost"].get<double>());
 }
 
+// The cost check counts through QEMU's plugin interface what the cost model reads from QEMU's
+// log: the same instructions, but the bytes each access really moves (a tail strip moves less
+// than the VLMAX the model prices it at).
+TEST_F(RvvRunnerTest, TheCostCheckCountsTheModelsInstructionsAndTheRealBytes) {
+  constexpr long n = 1000;  // 31 strips of 32 floats (VLEN 256, LMUL 4) and a tail of 8
+  const BundleSet bundles = doubling_bundles(bundle_dir_, 1, n);
+  const auto vector = candidate("vector", kVectorDoubling);
+  const NativeRunResult plain = run_rvv_candidate(vector, bundles, options_);
+  RvvOptions checked = options_;
+  checked.cost_check = true;
+  const NativeRunResult result = run_rvv_candidate(vector, bundles, checked);
+  ASSERT_EQ(result.error_kind, "") << result.error;
+  EXPECT_FALSE(plain.timing.contains("check"));
+  const auto& t = result.timing;
+  ASSERT_TRUE(t.contains("check")) << t.dump();
+  const auto& check = t["check"];
+  EXPECT_EQ(check["instructions"], t["instructions"]);
+  EXPECT_EQ(check["vector_instructions"], t["vector_instructions"]);
+  EXPECT_EQ(check["load_bytes"].get<std::uint64_t>(),
+            t["scalar_load_bytes"].get<std::uint64_t>() + 4 * n);
+  EXPECT_EQ(check["store_bytes"].get<std::uint64_t>(),
+            t["scalar_store_bytes"].get<std::uint64_t>() + 4 * n);
+  EXPECT_EQ(t["vector_load_bytes"].get<std::uint64_t>(), 32u * 4 * 32);  // 32 strips at VLMAX
+  EXPECT_GT(check["cycles"].get<std::uint64_t>(), check["instructions"].get<std::uint64_t>());
+  EXPECT_EQ(plain.timing["cost"], t["cost"]);  // the check leaves the model's price alone
+}
+
+// What the model does not see: the same loop over a matrix by columns misses the L1 on every
+// access, by rows once per cache line.
+TEST_F(RvvRunnerTest, TheCostCheckSeesCacheMissesTheModelDoesNot) {
+  const BundleSet bundles = doubling_bundles(bundle_dir_, 1, 64 * 1024);  // 256 KiB, L1 32 KiB
+  const std::string rows =
+      "for (long r = 0; r < 64; ++r) for (long c = 0; c < 1024; ++c) "
+      "y[r * 1024 + c] = 2.0f * x[r * 1024 + c];";
+  const std::string columns =
+      "for (long c = 0; c < 1024; ++c) for (long r = 0; r < 64; ++r) "
+      "y[r * 1024 + c] = 2.0f * x[r * 1024 + c];";
+  RvvOptions checked = rvv_scalar_options(options_);
+  checked.cost_check = true;
+  const NativeRunResult by_rows = run_rvv_candidate(candidate("rows", rows), bundles, checked);
+  const NativeRunResult by_columns =
+      run_rvv_candidate(candidate("columns", columns), bundles, checked);
+  ASSERT_EQ(by_rows.error_kind, "") << by_rows.error;
+  ASSERT_EQ(by_columns.error_kind, "") << by_columns.error;
+  const auto misses = [](const NativeRunResult& r) {
+    return r.timing["check"]["l1_misses"].get<double>();
+  };
+  const auto cost = [](const NativeRunResult& r) { return r.timing["cost"].get<double>(); };
+  EXPECT_GT(misses(by_columns), 8 * misses(by_rows));
+  EXPECT_LT(std::abs(cost(by_columns) - cost(by_rows)), 0.25 * cost(by_rows));
+  EXPECT_GT(by_columns.timing["check"]["cycles"].get<double>(),
+            2 * by_rows.timing["check"]["cycles"].get<double>());
+}
+
 TEST_F(RvvRunnerTest, ReportsCompileErrorsVerbatim) {
   const NativeRunResult result = run_rvv_candidate(candidate("broken", "y[0] = undeclared_thing;"),
                                                    doubling_bundles(bundle_dir_, 1, 8), options_);

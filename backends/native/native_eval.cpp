@@ -109,6 +109,7 @@ nlohmann::json evaluate_native(const EvalOptions& options, const fs::path& candi
   for (const auto& b : baselines) {
     nlohmann::json row = {
         {"name", b.name}, {"value", b.value}, {"unit", b.unit}, {"detail", b.detail}};
+    if (b.signature.contains("cost_check")) row["cost_check"] = b.signature["cost_check"];
     if (measured.is_number() && measured.get<double>() > 0 && result["correct"].get<bool>()) {
       row["speedup"] = b.value / measured.get<double>();
     }

@@ -44,6 +44,7 @@ class RvvBackend final : public NativeBackend {
     run_.cache_dir = options.cache_dir;
     run_.remote = options.target_value("remote");
     run_.remote_prefix = split_words(options.target_value("remote_prefix"));
+    run_.cost_check = options.target_value("cost_check", "off") == "on";
   }
 
   std::string name() const override { return "rvv"; }
@@ -54,7 +55,9 @@ class RvvBackend final : public NativeBackend {
   }
 
   nlohmann::json signature(const NativeRunResult& run, const BundleSet& bundles) override {
-    return rvv_signature(run.timing, ForwardWork::from_meta(bundles.meta));
+    nlohmann::json signature = rvv_signature(run.timing, ForwardWork::from_meta(bundles.meta));
+    if (run.timing.contains("check")) signature["cost_check"] = run.timing["check"];
+    return signature;
   }
 
   std::vector<NativeBaseline> baselines(const fs::path& problem,

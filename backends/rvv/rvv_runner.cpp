@@ -103,6 +103,7 @@ struct BundleRun {
   std::string error;
   rvv::HarnessOutput output;
   std::optional<TraceCost> cost;
+  nlohmann::json check;  // the check plugin's counts (options.cost_check), else null
   double seconds = 0;
 };
 
@@ -111,7 +112,8 @@ struct BundleRun {
 // the calls to the forward and the markers).
 struct Layout {
   CostWindow window;
-  std::string trace_filter;  // QEMU -dfilter ranges: everything but main
+  std::string trace_filter;                    // QEMU -dfilter ranges: everything but main
+  std::uint64_t main_begin = 0, main_end = 0;  // main's code, [begin, end)
 };
 
 Layout executable_layout(const fs::path& executable) {
@@ -130,6 +132,8 @@ Layout executable_layout(const fs::path& executable) {
   };
   Layout layout;
   layout.window = {begin->value, end->value};
+  layout.main_begin = main->value;
+  layout.main_end = main->value + main->size;
   layout.trace_filter =
       "0.." + hex(main->value - 1) + "," + hex(main->value + main->size) + "..0xffffffffffffffff";
   return layout;
@@ -138,13 +142,19 @@ Layout executable_layout(const fs::path& executable) {
 class QemuRun {
  public:
   QemuRun(const fs::path& executable, const RvvOptions& options, Layout layout)
-      : executable_(executable), options_(options), layout_(std::move(layout)) {}
+      : executable_(executable), options_(options), layout_(std::move(layout)) {
+    if (options_.cost_check) {
+      const fs::path cache = options_.cache_dir.empty() ? default_cache_dir() : options_.cache_dir;
+      plugin_ = rvv::build_check_plugin(cache / "rvv", options_.timeout);
+    }
+  }
 
   BundleRun run(const Bundle& bundle, bool traced) const {
     Scratch scratch;
     const fs::path input = scratch.path() / "input.bin";
     const fs::path output = scratch.path() / "output.bin";
     const fs::path trace = scratch.path() / "trace.log";
+    const fs::path check = scratch.path() / "check.json";
     write_file(input, rvv::harness_input(bundle));
 
     ProcessSpec spec;
@@ -159,6 +169,7 @@ class QemuRun {
     if (traced) {
       spec.argv.insert(spec.argv.end(), {"-d", "in_asm,exec,nochain", "-dfilter",
                                          layout_.trace_filter, "-D", trace.string()});
+      if (!plugin_.empty()) spec.argv.insert(spec.argv.end(), {"-plugin", plugin_args(check)});
     }
     spec.argv.insert(spec.argv.end(), {executable_.string(), input.string(), output.string()});
     spec.cwd = scratch.path();
@@ -205,6 +216,7 @@ class QemuRun {
         run.error_kind = "candidate_runtime";
         run.error = "the forward never returned to the harness (it exited the process itself)";
       }
+      if (!plugin_.empty()) run.check = read_check(check);
     }
     return run;
   }
@@ -212,11 +224,37 @@ class QemuRun {
   rvv::CostModel model() const { return {options_.vlen, options_.dlen}; }
 
  private:
+  std::string plugin_args(const fs::path& out) const {
+    std::ostringstream args;
+    args << "file=" << plugin_.string() << ",begin=0x" << std::hex << layout_.window.begin
+         << ",end=0x" << layout_.window.end << ",skip_begin=0x" << layout_.main_begin
+         << ",skip_end=0x" << layout_.main_end << std::dec << ",out=" << out.string()
+         << ",vlen=" << options_.vlen << ",dlen=" << options_.dlen;
+    return args.str();
+  }
+
+  // The plugin writes its counts at QEMU's exit; a run without them is a job failure (the
+  // plugin is mblast's, not the candidate's).
+  static nlohmann::json read_check(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    auto counts = nlohmann::json::parse(in, nullptr, false);
+    if (!counts.is_object() || !counts.value("window_closed", false)) {
+      throw job_error("the cost check's QEMU plugin wrote no counts for the forward (" +
+                          path.filename().string() + ")",
+                      "run without --cost-check, and report this with the candidate");
+    }
+    counts["model"] = "qemu-plugin-timing-v1 l1=" + std::to_string(counts.value("l1_kib", 0)) +
+                      "KiB/" + std::to_string(counts.value("l1_ways", 0)) +
+                      "-way miss=" + std::to_string(counts.value("miss", 0));
+    return counts;
+  }
+
   static const fs::path& require_qemu() { return rvv::require_toolchain().qemu; }
 
   fs::path executable_;
   const RvvOptions& options_;
   Layout layout_;
+  fs::path plugin_;  // the check plugin, with options.cost_check
 };
 
 nlohmann::json cost_json(const std::vector<TraceCost>& costs, const rvv::CostModel& model) {
@@ -346,6 +384,7 @@ NativeRunResult run_rvv_candidate(const fs::path& candidate_c, const BundleSet& 
   if (!options.remote.empty()) return run_on_target(build.executable, bundles, options, result);
   const QemuRun qemu(build.executable, options, executable_layout(build.executable));
   std::vector<TraceCost> costs;
+  nlohmann::json check;
   for (std::size_t i = 0; i < bundles.files.size(); ++i) {
     const Bundle bundle = read_bundle(bundles.files[i]);
     BundleRun run = qemu.run(bundle, i < static_cast<std::size_t>(options.cost_bundles));
@@ -359,9 +398,11 @@ NativeRunResult run_rvv_candidate(const fs::path& candidate_c, const BundleSet& 
       result.details["flags"].push_back("input_mutated");
     }
     if (run.cost) costs.push_back(*run.cost);
+    if (!run.check.is_null() && check.is_null()) check = std::move(run.check);
     result.outputs.push_back(std::move(run.output.outputs));
   }
   if (!costs.empty()) result.timing = cost_json(costs, qemu.model());
+  if (!check.is_null()) result.timing["check"] = std::move(check);
   return result;
 }
 

@@ -23,6 +23,9 @@ struct RvvOptions {
   bool autovectorize = false;  // let clang vectorize for RVV at this VLEN (clang 14 needs a hint)
   std::vector<std::string> extra_flags;  // appended, e.g. -DMBLAST_LMUL=4
   int cost_bundles = 1;  // the first N bundles run traced and priced; the rest only run
+  // The traced runs also load the check plugin (runtime/qemu_check_plugin.c): timing["check"]
+  // holds its counts and its cycles under the independent timing model of COST_MODEL.md.
+  bool cost_check = false;
   std::uint64_t max_trace_bytes = std::uint64_t{512} << 20;
   // A real RVV machine instead of QEMU (include/mblast/remote.hpp: "ssh:HOST", or "local" with a
   // prefix such as an emulator): the static executable and its input are pushed there and run,
@@ -40,7 +43,8 @@ std::vector<std::string> rvv_compile_flags(const RvvOptions& options);
 // ("compile" with the compiler's log, "candidate_runtime", "timeout", "crash"); timing holds
 // {"cost", "instructions", "vector_instructions", "vset_instructions", "vector_bytes",
 // "scalar_load_bytes", "scalar_store_bytes", "vector_load_bytes", "vector_store_bytes",
-// "strided_bytes", "blocks", "model", "vlen", "dlen", "per_bundle"}; details holds "flags"
+// "strided_bytes", "blocks", "model", "vlen", "dlen", "per_bundle"} (and "check" with
+// options.cost_check: the first traced bundle's plugin counts); details holds "flags"
 // (["input_mutated"] when the forward wrote to an input), "compile_flags", "build_key",
 // "cached_build". Throws mblast::Error when the toolchain is missing (input_error) or the job
 // itself fails.

@@ -10,8 +10,8 @@
 
 #include "mblast/embedded.hpp"
 #include "mblast/error.hpp"
-#include "mblast/support.hpp"
 #include "mblast/process.hpp"
+#include "mblast/support.hpp"
 #include "rvv_elf.hpp"
 
 namespace mblast::embedded::rvv {
@@ -208,6 +208,38 @@ Build build_candidate(const BuildRequest& request) {
   build.log = result.value("log", "");
   build.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return build;
+}
+
+fs::path build_check_plugin(const fs::path& cache_dir, std::chrono::seconds timeout) {
+  const Toolchain& tools = require_toolchain();
+  const std::string_view source = runtime_file("qemu_check_plugin.c");
+  const std::string key =
+      sha256_hex(tools.clang_version + '\0' + std::string(source)).substr(0, 16);
+  const fs::path plugin = cache_dir / ("check-plugin-" + key + ".so");
+  if (fs::is_regular_file(plugin)) return plugin;
+  fs::create_directories(cache_dir);
+  const fs::path staging = cache_dir / ("check-plugin-" + key + ".tmp-" + unique_suffix());
+  fs::create_directories(staging);
+  write_text(staging / "plugin.c", source);
+  ProcessSpec spec;
+  spec.argv = {tools.clang.string(),
+               "-shared",
+               "-fPIC",
+               "-O2",
+               "-o",
+               (staging / "plugin.so").string(),
+               (staging / "plugin.c").string()};
+  spec.timeout = timeout;
+  const ProcessResult result = run_process(spec);
+  std::error_code ec;
+  if (result.ok()) fs::rename(staging / "plugin.so", plugin, ec);
+  fs::remove_all(staging, ec);
+  if (!fs::is_regular_file(plugin)) {
+    throw job_error("the cost check's QEMU plugin does not build for this host: " +
+                        result.describe() + "\n" + result.err + result.out,
+                    "check that clang can build host shared libraries (apt-get install clang)");
+  }
+  return plugin;
 }
 
 }  // namespace mblast::rvv

@@ -46,4 +46,10 @@ struct Build {
 // (or its failure) is cached. A compile or link error is a result with ok = false.
 Build build_candidate(const BuildRequest& request);
 
+// The QEMU plugin of the cost model's independent check (runtime/qemu_check_plugin.c), built
+// for this host with the toolchain's clang into <cache_dir>/check-plugin-<key>.so once. Throws
+// job_error with the compiler's log when it does not build.
+std::filesystem::path build_check_plugin(const std::filesystem::path& cache_dir,
+                                         std::chrono::seconds timeout);
+
 }  // namespace mblast::rvv
