@@ -45,7 +45,7 @@ def test_plain_transposed_and_batched_products_name_their_operands() -> None:
     assert (record["op"], record["batch"], record["m"], record["n"], record["k"]) == ("mm", 1, 8, 5, 6)
     assert record["a"] == {"tensor": "input0", "transposed": False, "offset": 0, "ld": 6, "batch_stride": 0}
     assert record["b"]["tensor"] == "input1" and not record["b"]["transposed"]
-    assert record["c"] == {"tensor": "output0", "ld": 5, "batch_stride": 40}
+    assert record["c"] == {"tensor": "output0", "transposed": False, "offset": 0, "ld": 5, "batch_stride": 40}
 
     x, y = torch.randn(3, 7, 4), torch.randn(3, 9, 4)
     record, _ = _shape(lambda p, q: torch.bmm(p, q.transpose(1, 2)), x, y)

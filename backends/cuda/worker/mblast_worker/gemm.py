@@ -10,7 +10,7 @@ record names the bundle tensors, so the baseline reads the bundle's own buffers:
 
     {"op": "mm" | "bmm", "batch": B, "m": M, "n": N, "k": K,
      "a": {"tensor": "input0", "transposed": false, "offset": 0, "ld": K, "batch_stride": M * K},
-     "b": {...}, "c": {"tensor": "output0", "ld": N, "batch_stride": M * N}}
+     "b": {...}, "c": {"tensor": "output0", "transposed": false, "offset": 0, "ld": N, "batch_stride": M * N}}
 
 where op(A) is M x K, op(B) is K x N and C = op(A) op(B) per batch, all row-major; offsets, leading
 dimensions and strides are in elements. Nothing here looks at the problem's name.
@@ -111,7 +111,7 @@ def _record(calls: List[Tuple[str, Sequence[Any], Any]], outputs: List[torch.Ten
         raise ValueError("the forward's output is not the whole product")
     return {"op": op, "batch": batch, "m": m, "n": n, "k": k,
             "a": _operand(a, sources, "A"), "b": _operand(b, sources, "B"),
-            "c": {"tensor": "output0", "ld": n, "batch_stride": m * n}}
+            "c": {"tensor": "output0", "transposed": False, "offset": 0, "ld": n, "batch_stride": m * n}}
 
 
 def gemm_shape(model: torch.nn.Module, inputs: List[Any],
