@@ -130,11 +130,16 @@ InternalCommand eval_server_command() {
 
 InternalCommand opencl_run_command() {
   return {"opencl-run",
-          "Run an OpenCL candidate on tensor bundles; one JSON report on stdout",
-          {"--candidate", "--bundle", "--out", "--runs", "--device"},
+          "Run an OpenCL candidate (or a GEMM through CLBlast) on tensor bundles; one JSON "
+          "report on stdout",
+          {"--candidate", "--gemm", "--bundle", "--out", "--runs", "--device"},
           [](const Values& v) {
             opencl::ChildRequest request;
-            request.candidate = one(v, "--candidate");
+            request.gemm = one_or(v, "--gemm", "");
+            request.candidate = one_or(v, "--candidate", "");
+            if (request.gemm.empty() == request.candidate.empty()) {
+              throw input_error("give one of --candidate FILE and --gemm FILE");
+            }
             const auto [first, last] = v.equal_range("--bundle");
             for (auto it = first; it != last; ++it) request.bundles.emplace_back(it->second);
             if (request.bundles.empty()) throw input_error("--bundle is required");

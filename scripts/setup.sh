@@ -17,6 +17,8 @@ packages=(
   libgtest-dev libgmock-dev python3 python3-pytest python3-numpy python3-torch util-linux sqlite3
   # OpenCL on the CPU (PoCL) through the ICD loader
   ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
+  # a tuned OpenCL BLAS: the GEMM baseline of the OpenCL backend
+  libclblast-dev
   # RISC-V vector: clang's RISC-V target, the Debian sysroot, QEMU user mode
   clang lld gcc-riscv64-linux-gnu libc6-dev-riscv64-cross qemu-user
   # sandboxing candidate code

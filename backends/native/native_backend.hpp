@@ -25,6 +25,7 @@ struct NativeRunResult {
   // RVV: {"cost": N, "model": "...", "instructions": N, ...}: the deterministic cost.
   nlohmann::json timing = nlohmann::json::object();
   std::string device_name;
+  int compute_units = 0;  // OpenCL: of the device the run used (0: not known)
   double build_seconds = 0;
   double run_seconds = 0;
   nlohmann::json details = nlohmann::json::object();  // backend-specific extras for the report
@@ -32,12 +33,14 @@ struct NativeRunResult {
 
 // A time (OpenCL: ms) or a deterministic cost (RVV) that speedups are measured against.
 struct NativeBaseline {
-  std::string name;  // "torch_cpu", "naive_opencl", "best_c", "scalar_c_O2", "autovec_c_O3"
+  // "torch_cpu", "clblast", "naive_opencl", "best_c", "scalar_c_O2", "autovec_c_O3"
+  std::string name;
   double value = 0;
   std::string unit;  // "ms" or "cost"
   std::string detail;
   // The profile signature of the kernel run that gave `value` (NativeBackend::signature); empty
-  // for a baseline that is no kernel of this backend (PyTorch on the CPU).
+  // for a baseline that is no kernel of this backend (PyTorch on the CPU) or whose kernels are a
+  // library's (CLBlast), which candidates do not start from.
   nlohmann::json signature = nlohmann::json::object();
 };
 

@@ -116,6 +116,8 @@ nlohmann::json evaluate_native(const EvalOptions& options, const fs::path& candi
     rows.push_back(row);
   }
   result["baselines"] = rows;
+  result["missing_baselines"] = backend.missing_baselines();
+  if (bundles.meta.contains("shrink")) result["shrink"] = bundles.meta["shrink"];
   if (!baselines.empty()) {
     result["speedup_baseline"] = baselines.front().name;
     if (rows.front().contains("speedup")) result["speedup"] = rows.front()["speedup"];

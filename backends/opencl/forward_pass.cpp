@@ -226,16 +226,27 @@ ForwardPass::BoundLaunch ForwardPass::bind(const cl::Device& device, const cl::P
   return bound;
 }
 
-std::vector<cl::Event> ForwardPass::run(const cl::CommandQueue& queue) {
+void ForwardPass::poison(const cl::CommandQueue& queue) const {
   constexpr cl_uchar kPoison = 0xFF;  // all-ones bytes read as NaN floats
+  for (const auto& buffer : buffers_) {
+    if (buffer.source == nullptr && buffer.bytes > 0) {
+      queue.enqueueFillBuffer(buffer.buffer, kPoison, 0, buffer.bytes);
+    }
+  }
+}
+
+const cl::Buffer* ForwardPass::find_buffer(const std::string& name) const {
+  for (const auto& buffer : buffers_) {
+    if (buffer.name == name) return &buffer.buffer;
+  }
+  return nullptr;
+}
+
+std::vector<cl::Event> ForwardPass::run(const cl::CommandQueue& queue) {
   std::vector<cl::Event> events(launches_.size());
   std::string step = "poisoning the outputs";
   try {
-    for (const auto& buffer : buffers_) {
-      if (buffer.source == nullptr && buffer.bytes > 0) {
-        queue.enqueueFillBuffer(buffer.buffer, kPoison, 0, buffer.bytes);
-      }
-    }
+    poison(queue);
     for (std::size_t i = 0; i < launches_.size(); ++i) {
       step = launches_[i].label;
       queue.enqueueNDRangeKernel(launches_[i].kernel, cl::NullRange, launches_[i].global,

@@ -37,6 +37,13 @@ class ForwardPass {
   // profiling event per launch. Throws CandidateFailure("candidate_runtime").
   std::vector<cl::Event> run(const cl::CommandQueue& queue);
 
+  // Enqueues the poisoning of the outputs and scratch buffers (NaN in every float) without
+  // waiting: what run() does first, for work that is not the plan's launches (a library call).
+  void poison(const cl::CommandQueue& queue) const;
+
+  // The device buffer of a bundle tensor or scratch buffer; nullptr when there is none so named.
+  const cl::Buffer* find_buffer(const std::string& name) const;
+
   // The outputs of the last run, as float32 tensors named like the expected ones.
   std::vector<Tensor> read_outputs(const cl::CommandQueue& queue) const;
 

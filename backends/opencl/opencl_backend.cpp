@@ -1,6 +1,7 @@
 #include "opencl/opencl_backend.hpp"
 
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 
 #include "mblast/error.hpp"
@@ -30,15 +31,24 @@ fs::path runner_binary(const OpenClOptions& options) {
   return fs::read_symlink("/proc/self/exe");
 }
 
-ProcessSpec child_spec(const fs::path& candidate, const BundleSet& bundles,
-                       const OpenClOptions& options, const fs::path& out_dir) {
+// What the child runs: a candidate (--candidate FILE) or a library call (--gemm FILE).
+struct ChildJob {
+  std::string flag;
+  fs::path file;
+  std::string remote_name;  // the file's name in a remote working folder
+  std::string subject;      // what runs, for the errors: "the candidate", "CLBlast"
+  bool is_candidate() const { return flag == "--candidate"; }
+};
+
+ProcessSpec child_spec(const ChildJob& job, const BundleSet& bundles, const OpenClOptions& options,
+                       const fs::path& out_dir) {
   const fs::path binary = runner_binary(options);
   ProcessSpec spec;
   spec.argv = {binary.string(),
                "internal",
                "opencl-run",
-               "--candidate",
-               fs::absolute(candidate).string(),
+               job.flag,
+               fs::absolute(job.file).string(),
                "--out",
                out_dir.string(),
                "--runs",
@@ -70,6 +80,7 @@ NativeRunResult from_report(const nlohmann::json& report, const fs::path& out_di
   run.error = report.value("error", std::string());
   run.timing = report.value("timing", nlohmann::json::object());
   run.device_name = report.value("device", std::string());
+  run.compute_units = report.value("compute_units", 0);
   run.build_seconds = report.value("build_seconds", 0.0);
   run.run_seconds = report.value("run_seconds", 0.0);
   run.details = {{"build_log", report.value("build_log", std::string())},
@@ -82,20 +93,25 @@ NativeRunResult from_report(const nlohmann::json& report, const fs::path& out_di
 
 // What the child's exit says; `outputs_dir` gives the folder holding the outputs its report
 // names (pulled from a remote target first).
-NativeRunResult interpret(const ProcessResult& result, const OpenClOptions& options,
+NativeRunResult interpret(const ProcessResult& result, const ChildJob& job,
+                          const OpenClOptions& options,
                           const std::function<fs::path(const nlohmann::json&)>& outputs_dir) {
   NativeRunResult run;
   if (result.timed_out) {
     run.error_kind = "timeout";
-    run.error = "the candidate did not finish within " + std::to_string(options.timeout.count()) +
-                " s and was killed: an endless loop, work-items waiting at a barrier that others "
-                "never reach, or far too much work";
+    run.error = job.subject + " did not finish within " + std::to_string(options.timeout.count()) +
+                " s and was killed" +
+                (job.is_candidate() ? ": an endless loop, work-items waiting at a barrier that "
+                                      "others never reach, or far too much work"
+                                    : "");
     return run;
   }
   if (result.term_signal != 0) {
     run.error_kind = "crash";
-    run.error = "the candidate crashed the OpenCL runner (" + result.describe() +
-                "): look for out-of-bounds or null pointer accesses in the kernels";
+    run.error =
+        job.subject + " crashed the OpenCL runner (" + result.describe() + ")" +
+        (job.is_candidate() ? ": look for out-of-bounds or null pointer accesses in the kernels"
+                            : "");
     if (!result.err.empty()) run.error += "\nrunner stderr:\n" + tail(result.err);
     return run;
   }
@@ -110,7 +126,7 @@ NativeRunResult interpret(const ProcessResult& result, const OpenClOptions& opti
   return from_report(report, outputs_dir(report));
 }
 
-NativeRunResult run_on_target(const fs::path& candidate, const BundleSet& bundles,
+NativeRunResult run_on_target(const ChildJob& job, const BundleSet& bundles,
                               const OpenClOptions& options) {
   auto target = make_remote_target(options.remote);
   const RemoteWorkdir dir(*target);
@@ -118,15 +134,15 @@ NativeRunResult run_on_target(const fs::path& candidate, const BundleSet& bundle
   std::vector<std::string> argv = {here ? runner_binary(options).string() : options.remote_mblast,
                                    "internal",
                                    "opencl-run",
-                                   "--candidate",
-                                   dir / "candidate.cl",
+                                   job.flag,
+                                   dir / job.remote_name,
                                    "--out",
                                    dir / "out",
                                    "--runs",
                                    std::to_string(options.runs),
                                    "--device",
                                    options.device};
-  target->push(candidate, dir / "candidate.cl");
+  target->push(job.file, dir / job.remote_name);
   for (std::size_t i = 0; i < bundles.files.size(); ++i) {
     const std::string remote = dir / "seed-" + std::to_string(i) + ".mbtb";
     target->push(bundles.files[i], remote);
@@ -135,7 +151,7 @@ NativeRunResult run_on_target(const fs::path& candidate, const BundleSet& bundle
   }
   const ScratchDir local;
   const ProcessResult result = target->run(argv, options.timeout);
-  return interpret(result, options, [&](const nlohmann::json& report) {
+  return interpret(result, job, options, [&](const nlohmann::json& report) {
     for (const auto& name : report.value("outputs", nlohmann::json::array())) {
       const std::string file = name.get<std::string>();
       target->pull(dir / "out/" + file, local.path() / file);
@@ -144,22 +160,35 @@ NativeRunResult run_on_target(const fs::path& candidate, const BundleSet& bundle
   });
 }
 
-}  // namespace
-
-NativeRunResult run_opencl_candidate(const fs::path& candidate, const BundleSet& bundles,
-                                     const OpenClOptions& options) {
+NativeRunResult run_job(const ChildJob& job, const BundleSet& bundles,
+                        const OpenClOptions& options) {
   if (std::getenv(kChildMarker) != nullptr) {
     throw job_error("the OpenCL runner was started from a binary that is not mblast",
                     "set OpenClOptions::mblast_binary or $MBLAST_BINARY to the mblast executable");
   }
   if (bundles.files.empty()) {
-    throw input_error("no tensor bundle to run the OpenCL candidate on",
+    throw input_error("no tensor bundle to run on",
                       "make the problem's bundles first (make_bundles)");
   }
-  if (!options.remote.empty()) return run_on_target(candidate, bundles, options);
+  if (!options.remote.empty()) return run_on_target(job, bundles, options);
   const ScratchDir out_dir;
-  const ProcessResult result = run_process(child_spec(candidate, bundles, options, out_dir.path()));
-  return interpret(result, options, [&](const nlohmann::json&) { return out_dir.path(); });
+  const ProcessResult result = run_process(child_spec(job, bundles, options, out_dir.path()));
+  return interpret(result, job, options, [&](const nlohmann::json&) { return out_dir.path(); });
+}
+
+}  // namespace
+
+NativeRunResult run_opencl_candidate(const fs::path& candidate, const BundleSet& bundles,
+                                     const OpenClOptions& options) {
+  return run_job({"--candidate", candidate, "candidate.cl", "the candidate"}, bundles, options);
+}
+
+NativeRunResult run_opencl_gemm(const GemmSpec& spec, const BundleSet& bundles,
+                                const OpenClOptions& options) {
+  const ScratchDir dir;
+  const fs::path file = dir / "gemm.json";
+  std::ofstream(file) << spec.to_json().dump() << "\n";
+  return run_job({"--gemm", file, "gemm.json", clblast_version()}, bundles, options);
 }
 
 }  // namespace mblast::opencl

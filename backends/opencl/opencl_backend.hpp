@@ -8,6 +8,7 @@
 
 #include "native/bundle.hpp"
 #include "native/native_backend.hpp"
+#include "opencl/clblast_gemm.hpp"
 
 namespace mblast::opencl {
 
@@ -30,5 +31,11 @@ struct OpenClOptions {
 // (no such device, unreadable files).
 NativeRunResult run_opencl_candidate(const std::filesystem::path& candidate,
                                      const BundleSet& bundles, const OpenClOptions& options);
+
+// Computes the GEMM the bundles' record describes with CLBlast, in the same kind of child and with
+// the same timing as a candidate (clblast_gemm.hpp). The library's failures, a crash included,
+// come back in error_kind like a candidate's.
+NativeRunResult run_opencl_gemm(const GemmSpec& spec, const BundleSet& bundles,
+                                const OpenClOptions& options);
 
 }  // namespace mblast::opencl

@@ -9,8 +9,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "native/bundle.hpp"
 #include "mblast/error.hpp"
+#include "native/bundle.hpp"
+#include "opencl/clblast_gemm.hpp"
 #include "opencl/opencl_runner.hpp"
 
 namespace mblast::opencl {
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error("cannot read the candidate " + path.string(), "check the path");
+  if (!in) throw input_error("cannot read " + path.string(), "check the path");
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
@@ -56,15 +57,22 @@ class ReportChannel {
   int fd_ = -1;
 };
 
+GemmSpec read_gemm(const fs::path& path) {
+  const auto record = nlohmann::json::parse(read_text(path), nullptr, false);
+  if (record.is_discarded()) throw input_error(path.string() + " is not JSON", "check the file");
+  return GemmSpec::from_json(record);
+}
+
 nlohmann::json run_and_save(const ChildRequest& request) {
-  const std::string candidate = read_text(request.candidate);
   std::vector<Bundle> bundles;
   for (const auto& path : request.bundles) bundles.push_back(read_bundle(path));
   fs::create_directories(request.out_dir);
   RunSettings settings;
   settings.device = request.device;
   settings.runs = request.runs;
-  const RunReport report = run_in_process(candidate, bundles, settings);
+  const RunReport report = request.gemm.empty()
+                               ? run_in_process(read_text(request.candidate), bundles, settings)
+                               : run_clblast_in_process(read_gemm(request.gemm), bundles, settings);
   nlohmann::json json = report.to_json();
   json["outputs"] = nlohmann::json::array();
   for (std::size_t i = 0; i < report.outputs.size(); ++i) {

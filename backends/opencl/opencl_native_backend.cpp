@@ -8,6 +8,7 @@
 #include "mblast/error.hpp"
 #include "mblast/eval_options.hpp"
 #include "native/native_eval.hpp"
+#include "opencl/clblast_gemm.hpp"
 #include "opencl/opencl_backend.hpp"
 #include "opencl/opencl_candidate.hpp"
 #include "opencl/opencl_ceilings.hpp"
@@ -55,46 +56,78 @@ class OpenClBackend final : public NativeBackend {
   std::vector<NativeBaseline> baselines(const fs::path& problem,
                                         const BundleSet& bundles) override {
     if (baselines_) return *baselines_;
-    baselines_.emplace();
-    const auto torch = bundles.meta.value("torch_cpu_ms", nlohmann::json::object());
-    // On a CPU device, what a user would otherwise run is PyTorch on that same CPU: the headline.
-    // The project's naive kernel stays as a secondary column (and leads on other devices, where
-    // the host's PyTorch is not the alternative).
-    const bool torch_leads = torch.contains("median_ms") && local_cpu_device();
-    if (torch_leads) baselines_->push_back(torch_baseline(torch, bundles));
-    if (!torch.contains("median_ms")) {
-      missing_.push_back("torch_cpu: the bundles hold no PyTorch CPU time (made with --runs 0)");
-    }
-    // The naive kernel is optional: the project writes one for its own problems; a problem
-    // without one (a KernelBench problem) is measured against PyTorch alone.
-    const fs::path naive = baseline_file(problem, options_.target_value("baselines"), ".naive.cl");
-    if (fs::is_regular_file(naive)) {
-      const NativeRunResult result = run_opencl_candidate(naive, bundles, run_);
-      const std::string failure = verify(result, bundles);
-      if (failure.empty()) {
-        baselines_->push_back({"naive_opencl", result.timing.value("median_ms", 0.0), "ms",
-                               naive.filename().string() + " on " + result.device_name,
-                               signature(result, bundles)});
-      } else {
-        spdlog::warn("the naive OpenCL baseline {} is not used: {}", naive.string(), failure);
-        missing_.push_back("naive_opencl: " + naive.string() + " failed: " + failure);
-      }
-    } else {
-      missing_.push_back("naive_opencl: no naive kernel " + naive.string() +
-                         " (optional; write one there, or name its folder with --baselines)");
-    }
-    if (!torch_leads && torch.contains("median_ms")) {
-      baselines_->push_back(torch_baseline(torch, bundles));
-    }
+    auto torch = torch_baseline(bundles);
+    auto library = clblast_baseline(bundles);
+    auto naive = naive_baseline(problem, bundles);
+    baselines_ = order_opencl_baselines(std::move(torch), std::move(library), std::move(naive),
+                                        local_cpu_device());
     return *baselines_;
   }
 
   std::vector<std::string> missing_baselines() const override { return missing_; }
 
-  static NativeBaseline torch_baseline(const nlohmann::json& torch, const BundleSet& bundles) {
-    return {"torch_cpu", torch["median_ms"].get<double>(), "ms",
-            "PyTorch eager on the CPU, " + std::to_string(bundles.meta.value("threads", 0)) +
-                " threads"};
+  std::optional<NativeBaseline> torch_baseline(const BundleSet& bundles) {
+    const auto torch = bundles.meta.value("torch_cpu_ms", nlohmann::json::object());
+    if (!torch.contains("median_ms")) {
+      missing_.push_back("torch_cpu: the bundles hold no PyTorch CPU time (made with --runs 0)");
+      return std::nullopt;
+    }
+    const std::string version = bundles.meta.value("torch_version", std::string());
+    return NativeBaseline{"torch_cpu", torch["median_ms"].get<double>(), "ms",
+                          "PyTorch" + (version.empty() ? "" : " " + version) +
+                              " eager on the CPU, " +
+                              std::to_string(bundles.meta.value("threads", 0)) + " threads"};
+  }
+
+  // The tuned library, for a problem whose forward is one GEMM of its bundle's tensors: CLBlast
+  // on the candidates' device, verified like a candidate.
+  std::optional<NativeBaseline> clblast_baseline(const BundleSet& bundles) {
+    std::optional<GemmSpec> spec;
+    try {
+      spec = GemmSpec::from_meta(bundles.meta);
+    } catch (const Error& e) {
+      missing_.push_back(std::string("clblast: ") + e.what());
+      return std::nullopt;
+    }
+    if (!spec) {
+      missing_.push_back("clblast: not a GEMM: " +
+                         bundles.meta.value("gemm_reason", std::string("the bundles record no "
+                                                                       "GEMM shape")));
+      return std::nullopt;
+    }
+    const std::string what = clblast_version() + " " + spec->describe();
+    const NativeRunResult result = run_opencl_gemm(*spec, bundles, run_);
+    std::string failure = verify(result, bundles);
+    const double ms = result.timing.value("median_ms", 0.0);
+    if (failure.empty() && !(ms > 0)) failure = "no time measured (timing runs: 0)";
+    if (!failure.empty()) {
+      spdlog::warn("the CLBlast baseline ({}) is not used: {}", what, failure);
+      missing_.push_back("clblast: " + what + " failed: " + failure);
+      return std::nullopt;
+    }
+    return NativeBaseline{"clblast", ms, "ms",
+                          what + " on " + result.device_name + ", " +
+                              std::to_string(result.compute_units) + " compute units"};
+  }
+
+  // The project's naive kernel is optional: the project writes one for its own problems; a
+  // problem without one (a KernelBench problem) is measured against the others.
+  std::optional<NativeBaseline> naive_baseline(const fs::path& problem, const BundleSet& bundles) {
+    const fs::path naive = baseline_file(problem, options_.target_value("baselines"), ".naive.cl");
+    if (!fs::is_regular_file(naive)) {
+      missing_.push_back("naive_opencl: no naive kernel " + naive.string() +
+                         " (optional; write one there, or name its folder with --baselines)");
+      return std::nullopt;
+    }
+    const NativeRunResult result = run_opencl_candidate(naive, bundles, run_);
+    if (const std::string failure = verify(result, bundles); !failure.empty()) {
+      spdlog::warn("the naive OpenCL baseline {} is not used: {}", naive.string(), failure);
+      missing_.push_back("naive_opencl: " + naive.string() + " failed: " + failure);
+      return std::nullopt;
+    }
+    return NativeBaseline{"naive_opencl", result.timing.value("median_ms", 0.0), "ms",
+                          naive.filename().string() + " on " + result.device_name,
+                          signature(result, bundles)};
   }
 
   bool local_cpu_device() const {
@@ -184,6 +217,27 @@ class OpenClBackend final : public NativeBackend {
 };
 
 }  // namespace
+
+std::vector<NativeBaseline> order_opencl_baselines(std::optional<NativeBaseline> torch,
+                                                   std::optional<NativeBaseline> library,
+                                                   std::optional<NativeBaseline> naive,
+                                                   bool cpu_device) {
+  std::vector<NativeBaseline> ordered;
+  const auto add = [&](std::optional<NativeBaseline>& b) {
+    if (b) ordered.push_back(std::move(*b));
+  };
+  if (cpu_device) {
+    if (torch && library && library->value < torch->value) std::swap(torch, library);
+    add(torch);
+    add(library);
+    add(naive);
+  } else {
+    add(library);
+    add(naive);
+    add(torch);
+  }
+  return ordered;
+}
 
 std::unique_ptr<NativeBackend> make_opencl_backend(const EvalOptions& options) {
   return std::make_unique<OpenClBackend>(options);

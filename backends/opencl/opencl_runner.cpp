@@ -55,22 +55,6 @@ double elapsed_ms(const cl::Event& first, const cl::Event& last) {
   return static_cast<double>(end - start) * 1e-6;
 }
 
-// Skipping work in later runs (say, returning a result kept from the first) leaves the poisoned
-// outputs unwritten.
-void check_still_written(const std::vector<Tensor>& first, const std::vector<Tensor>& last) {
-  for (std::size_t o = 0; o < first.size(); ++o) {
-    for (std::int64_t i = 0; i < first[o].numel(); ++i) {
-      const auto index = static_cast<std::size_t>(i);
-      if (std::isnan(last[o].f32()[index]) && !std::isnan(first[o].f32()[index])) {
-        throw CandidateFailure("candidate_runtime",
-                               "a timed run left " + first[o].name + "[" + std::to_string(i) +
-                                   "] unwritten (NaN), which the first run wrote: every forward "
-                                   "pass must compute every output");
-      }
-    }
-  }
-}
-
 void time_passes(ForwardPass& pass, const cl::CommandQueue& queue, const RunSettings& settings,
                  const std::vector<Tensor>& first_outputs, RunReport& report) {
   for (int i = 0; i < settings.warmup_runs; ++i) pass.run(queue);
@@ -91,12 +75,6 @@ void time_passes(ForwardPass& pass, const cl::CommandQueue& queue, const RunSett
   }
   if (settings.runs > 0) check_still_written(first_outputs, pass.read_outputs(queue));
 }
-
-struct Session {
-  cl::Device device;
-  cl::Context context;
-  cl::CommandQueue queue;
-};
 
 Session open_session(const DeviceEntry& device) {
   try {
@@ -134,6 +112,22 @@ void run_candidate(const Session& session, const std::string& text,
 
 }  // namespace
 
+// Skipping work in later runs (say, returning a result kept from the first) leaves the poisoned
+// outputs unwritten.
+void check_still_written(const std::vector<Tensor>& first, const std::vector<Tensor>& last) {
+  for (std::size_t o = 0; o < first.size(); ++o) {
+    for (std::int64_t i = 0; i < first[o].numel(); ++i) {
+      const auto index = static_cast<std::size_t>(i);
+      if (std::isnan(last[o].f32()[index]) && !std::isnan(first[o].f32()[index])) {
+        throw CandidateFailure("candidate_runtime",
+                               "a timed run left " + first[o].name + "[" + std::to_string(i) +
+                                   "] unwritten (NaN), which the first run wrote: every forward "
+                                   "pass must compute every output");
+      }
+    }
+  }
+}
+
 nlohmann::json summarize_ms(std::vector<double> samples) {
   if (samples.empty()) return {{"runs", 0}};
   std::sort(samples.begin(), samples.end());
@@ -152,32 +146,29 @@ nlohmann::json summarize_ms(std::vector<double> samples) {
 }
 
 nlohmann::json RunReport::to_json() const {
-  return {{"error_kind", error_kind},
-          {"error", error},
-          {"build_ok", error_kind != "compile"},
-          {"build_log", build_log},
-          {"device", device_name},
-          {"timing", timing},
-          {"launches", launches},
-          {"build_seconds", build_seconds},
-          {"run_seconds", run_seconds}};
+  return {
+      {"error_kind", error_kind},  {"error", error},        {"build_ok", error_kind != "compile"},
+      {"build_log", build_log},    {"device", device_name}, {"compute_units", compute_units},
+      {"timing", timing},          {"launches", launches},  {"build_seconds", build_seconds},
+      {"run_seconds", run_seconds}};
 }
 
-RunReport run_in_process(const std::string& candidate_text, const std::vector<Bundle>& bundles,
-                         const RunSettings& settings) {
-  if (bundles.empty()) throw input_error("no tensor bundle to run the candidate on");
+RunReport run_guarded(const std::vector<Bundle>& bundles, const RunSettings& settings,
+                      const std::function<void(const Session&, RunReport&)>& body) {
+  if (bundles.empty()) throw input_error("no tensor bundle to run on");
   RunReport report;
   const DeviceEntry device = select_device(settings.device);
   report.device_name = device.name;
+  report.compute_units = static_cast<int>(device.device.getInfo<CL_DEVICE_MAX_COMPUTE_UNITS>());
   const Session session = open_session(device);
   try {
-    run_candidate(session, candidate_text, bundles, settings, report);
+    body(session, report);
   } catch (const CandidateFailure& failure) {
     report.error_kind = failure.kind();
     report.error = failure.what();
   } catch (const cl::Error& e) {
-    // The device is open by then; what fails now is the candidate's doing (a buffer too large
-    // for the device, resources its kernels exhaust, ...).
+    // The device is open by then; what fails now is the run's doing (a buffer too large for the
+    // device, resources its kernels exhaust, ...).
     report.error_kind = "candidate_runtime";
     report.error = describe(e);
   }
@@ -187,6 +178,13 @@ RunReport run_in_process(const std::string& candidate_text, const std::vector<Bu
     report.launches = nlohmann::json::array();
   }
   return report;
+}
+
+RunReport run_in_process(const std::string& candidate_text, const std::vector<Bundle>& bundles,
+                         const RunSettings& settings) {
+  return run_guarded(bundles, settings, [&](const Session& session, RunReport& report) {
+    run_candidate(session, candidate_text, bundles, settings, report);
+  });
 }
 
 }  // namespace mblast::opencl

@@ -143,10 +143,13 @@ void print_summary(const nlohmann::json& r) {
     rows.push_back({{"what", "eager time"}, {"value", fixed(r["baseline_ms"], "%.4f ms")}});
     rows.push_back({{"what", "best time"}, {"value", fixed(r["best_ms"], "%.4f ms")}});
   }
+  // Headline first, each with what it is (the thread count, the library and its version).
   for (const auto& b : r.value("baselines", nlohmann::json::array())) {
+    const std::string detail = b.value("detail", "");
     rows.push_back(
         {{"what", "baseline " + b.value("name", "")},
-         {"value", fixed(b["value"], b.value("unit", "") == "ms" ? "%.4f ms" : "%.0f (cost)")}});
+         {"value", fixed(b["value"], b.value("unit", "") == "ms" ? "%.4f ms" : "%.0f (cost)") +
+                       (detail.empty() ? "" : ": " + detail)}});
   }
   if (r.value("speedup_vs_compile", nlohmann::json()).is_number()) {
     rows.push_back(

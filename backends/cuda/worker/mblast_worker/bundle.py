@@ -3,7 +3,9 @@ expected outputs per seed, made on the CPU. The file format is documented in
 include/mblast/bundle.hpp; `meta.json` beside the files describes them and carries PyTorch's own
 fp32 error against the float64 reference (the precision policy widens the tolerance to 1.5x it),
 the PyTorch CPU time of the reference (the OpenCL baseline) and the work of one forward
-(`work`: minimal bytes and FLOPs, which the native signatures set against the measured time).
+(`work`: minimal bytes and FLOPs, which the native signatures set against the measured time)
+and, when the forward is one matrix product of the bundle's tensors, its shape (`gemm`, see
+mblast_worker.gemm; null with `gemm_reason` otherwise), for a tuned BLAS library's baseline.
 With --shrink N the bundles are made from the problem at reduced sizes (mblast_worker.shrink):
 the shrunken source is written beside them as problem.py and meta.json's "shrink" says what
 changed.
@@ -28,6 +30,7 @@ from .compare import eager_error
 from .costmodel import min_bytes
 from .flops import count_dispatch_flops
 from .errors import TaskError, WorkerError
+from .gemm import gemm_shape
 from .loader import call_input_fn, construct, describe, load_problem
 from .outputs import kind_error, output_list
 from .session import seed_everything
@@ -185,6 +188,9 @@ def make_bundles(problem_path: str, out_dir: str, seeds: int, first_seed: int, r
             meta["outputs"] = [_describe(f"output{i}", e) for i, e in enumerate(eager)]
             timing_inputs, model32 = inputs, model
             meta["work"] = _work(model, inputs, eager)
+            meta["gemm"], reason = gemm_shape(model, inputs, params)
+            if reason:
+                meta["gemm_reason"] = reason
     meta["eager"] = {"max_abs_err": worst_abs, "max_rel_err": worst_rel, "policy_err": worst_policy}
     if model32 is not None and runs > 0:
         meta["torch_cpu_ms"], meta["threads"] = _time_torch(model32, timing_inputs, runs)
