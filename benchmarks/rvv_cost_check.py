@@ -66,6 +66,7 @@ def variants(source: Path, work: Path) -> List[Tuple[str, Path]]:
 
 def judge_problem(mblast: Path, problem: Path, kernel: Path, extra: List[str], work: Path) -> List[Dict[str, Any]]:
     rows: List[Dict[str, Any]] = []
+    baselines_added = False
     for name, path in variants(kernel, work):
         r = evaluate(mblast, problem, path, extra, work / "cache")
         if not r.get("correct"):
@@ -73,7 +74,8 @@ def judge_problem(mblast: Path, problem: Path, kernel: Path, extra: List[str], w
             continue
         t = r["timing"]
         rows.append(row(name, t["cost"], t["check"], t["instructions"]))
-        if len(rows) == 1:  # the baselines are the same for every variant
+        if not baselines_added:  # the baselines are the same for every variant
+            baselines_added = True
             for b in r["baselines"]:
                 if b["name"] in ("scalar_c_O2", "autovec_c_O3") and "cost_check" in b:
                     rows.append(row(f"{problem.stem}.c {b['name'][-2:]}", b["value"], b["cost_check"], None))
