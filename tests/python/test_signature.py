@@ -33,6 +33,24 @@ def test_regions_are_top_level_ops_with_their_callees() -> None:
     assert abs(sum(r["share"] for r in sig["regions"]) - 1.0) < 1e-9
 
 
+def test_regions_come_from_the_profilers_call_tree() -> None:
+    """The call tree, not microsecond time ranges, decides what is top-level: under load the
+    ranges made relu's clamp_min a region in 5 runs of 12."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from mblast_worker.signature import _top_level_ids
+
+    x = torch.randn(64, 256)
+    with torch.no_grad(), profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(50):
+            _Chain()(x)
+    top = _top_level_ids(prof)
+    assert top is not None
+    names = {e.name for e in prof.events() if e.id in top}
+    assert names == {"aten::mul", "aten::add", "aten::relu", "aten::sum"}
+    assert sum(1 for e in prof.events() if e.id in top) == 4 * 50
+
+
 def test_signature_has_classifier_metrics_and_shares() -> None:
     profiled = {"ops": {"aten::mm": (0.6, 1), "aten::relu": (0.2, 1)}, "kernels": {},
                 "busy_ms": 0.8, "span_ms": 0.0}

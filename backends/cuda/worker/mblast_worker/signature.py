@@ -11,7 +11,7 @@ profiler cannot give on this device are left out (a condition on a missing metri
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import torch
 
@@ -39,6 +39,40 @@ def _event_ms(event: Any, attribute: str) -> float:
     return float(getattr(event, attribute, 0.0) or 0.0) / 1000.0
 
 
+
+def _top_level_ids(prof: Any) -> Optional[Set[int]]:
+    """The ids of the aten ops that no other aten op called, from the profiler's own call tree
+    (built from each op's enter and exit, in nanoseconds). None where this torch lacks the tree.
+
+    Not from the events' time ranges: they are whole microseconds, start and duration rounded
+    apart, so a callee that starts in its caller's last microsecond (relu's clamp_min) looks as if
+    it started after the caller ended."""
+    try:
+        roots = prof.profiler.kineto_results.experimental_event_tree()
+    except (AttributeError, RuntimeError):
+        return None
+    ids: Set[int] = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if str(node.name).startswith("aten::"):
+            ids.add(int(node.correlation_id))
+        else:
+            stack.extend(node.children)
+    return ids
+
+
+def _starts_outside(event: Any, last_top: Dict[Any, Tuple[float, float]]) -> bool:
+    """Fallback without the call tree: an op is top-level unless it starts inside the last
+    top-level op of its thread (ops run synchronously, so one that starts inside another is its
+    callee). Microsecond rounding can make a callee look top-level."""
+    span = (float(event.time_range.start), float(event.time_range.end))
+    top = last_top.get(event.thread)
+    if top is not None and (top[0] <= span[0] < top[1] or span == (top[1], top[1])):
+        return False
+    last_top[event.thread] = span
+    return True
+
 def profile_forward(forward: Callable[[], Any], device: torch.device, runs: int = 3) -> Dict[str, Any]:
     """Profiles `runs` forwards after one warm-up; returns per-forward op and kernel figures."""
     from torch.profiler import ProfilerActivity, profile
@@ -58,8 +92,12 @@ def profile_forward(forward: Callable[[], Any], device: torch.device, runs: int 
     regions: Dict[str, Tuple[float, int]] = {}
     kernels: Dict[str, Tuple[float, int]] = {}
     kernel_spans: List[Tuple[float, float]] = []
+    events = list(prof.events())
+    top_level = _top_level_ids(prof)
+    if top_level is not None and not any(getattr(e, "id", None) in top_level for e in events):
+        top_level = None  # the tree's ids are not the events' here: fall back to time ranges
     last_top: Dict[Any, Tuple[float, float]] = {}
-    for event in prof.events():
+    for event in events:
         device_type = str(getattr(event, "device_type", "")).split(".")[-1]
         if on_gpu and device_type == "CUDA":
             ms = _event_ms(event, "device_time") or _event_ms(event, "cuda_time")
@@ -71,14 +109,11 @@ def profile_forward(forward: Callable[[], Any], device: torch.device, runs: int 
             ms = _event_ms(event, "self_cpu_time_total")
             total, count = ops.get(event.name, (0.0, 0))
             ops[event.name] = (total + ms, count + 1)
-            # Top-level: it does not start inside the last top-level op of its thread (ops run
-            # synchronously, so one that starts inside another is its callee). Not cpu_parent:
-            # its tree breaks at microsecond resolution, where relu and its clamp_min often
-            # start together and the callee can end a microsecond after its caller.
-            span = (float(event.time_range.start), float(event.time_range.end))
-            top = last_top.get(event.thread)
-            if top is None or not (top[0] <= span[0] < top[1] or span == (top[1], top[1])):
-                last_top[event.thread] = span
+            if top_level is not None:
+                is_top = event.id in top_level
+            else:
+                is_top = _starts_outside(event, last_top)
+            if is_top:
                 inclusive = (_event_ms(event, "device_time_total") or _event_ms(event, "cuda_time_total")
                              if on_gpu else _event_ms(event, "cpu_time_total"))
                 total, count = regions.get(event.name, (0.0, 0))
