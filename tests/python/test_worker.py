@@ -213,6 +213,17 @@ def test_timed_calls_record_autograd_as_kernelbench_times_them(tmp_path: Path) -
     assert plain["correct"] is True and plain["speedup"] is not None
 
 
+def test_no_timed_call_follows_the_op_recording(tmp_path: Path) -> None:
+    """A compiled module called once under a TorchDispatchMode runs eager code from then on: the
+    candidate's ops are recorded after its timing, staleness checks and profile."""
+    resp = evaluate(eval_request(problem("relu_small"), cpu_candidate("dispatch_mode_probe"), profile=True),
+                    tmp_path / "probe")
+    assert resp["correct"] is True, brief(resp)
+    assert resp["speedup"] > 0.3, brief(resp)  # a 50 ms sleep per call would read about 0.001x
+    order = [name for name in resp["phase_seconds"] if "/" not in name]
+    assert order.index("op_recording") > max(order.index(p) for p in ("timing", "stale_checks", "profile")), order
+
+
 def test_phase_seconds_account_for_the_eval(results: Dict[str, Dict[str, Any]]) -> None:
     phases = results["correct_relu"]["phase_seconds"]
     for name in ("load", "load/prepare", "trials", "trials/candidate", "trials/candidate_checks", "timing",
