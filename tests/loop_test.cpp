@@ -223,7 +223,43 @@ TEST_F(LoopTest, AWrongCandidateEarnsTheFailureRewardAndIsNotAccepted) {
   EXPECT_EQ(steps[0]["outcome"], "incorrect");
   EXPECT_EQ(steps[0]["reward"], -1.0);
   EXPECT_FALSE(steps[0]["improved"].get<bool>());
-  EXPECT_FALSE(summary["correct"].get<bool>());
+  // The run still ends correct: at the reference, its floor.
+  EXPECT_TRUE(summary["best_is_reference"].get<bool>());
+  EXPECT_EQ(summary["correct_candidates"], 0);
+}
+
+TEST_F(LoopTest, TheReferenceIsTheFloorAndABestMustBeatItByTheMargin) {
+  backend_.speedups = {{"cuda_graph", 0.5},
+                       {"torch_compile", 0.999},
+                       {"torch_compile_max_autotune", 1.005},
+                       {"torch_compile_cudagraphs", 0.9},
+                       {"channels_last", 0.98},
+                       {"cudnn_benchmark", 1.0}};
+  const auto slower = run_builtins(options(6));
+  EXPECT_EQ(slower["best_speedup"], 1.0);
+  EXPECT_EQ(slower["best_technique"], "reference");
+  EXPECT_TRUE(slower["best_is_reference"].get<bool>());
+  EXPECT_TRUE(slower["correct"].get<bool>());
+  EXPECT_EQ(slower["best_ms"], 1.0);  // the reference's own time
+  std::ifstream best(slower["best_file"].get<std::string>());
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(best)), {}), "# reference\n");
+  for (const auto& step : run_dir().steps()) {
+    EXPECT_FALSE(step["new_best_candidate"].get<bool>()) << step.dump();
+    EXPECT_EQ(step["best_speedup"], 1.0) << step.dump();
+  }
+}
+
+TEST_F(LoopTest, ACandidateBeyondTheMarginReplacesTheReference) {
+  backend_.speedups = {{"cuda_graph", 1.02},
+                       {"torch_compile", 1.02},
+                       {"torch_compile_max_autotune", 1.02},
+                       {"torch_compile_cudagraphs", 1.02},
+                       {"channels_last", 1.02},
+                       {"cudnn_benchmark", 1.02}};
+  const auto summary = run_builtins(options(1));
+  EXPECT_EQ(summary["best_speedup"], 1.02);
+  EXPECT_FALSE(summary["best_is_reference"].get<bool>());
+  EXPECT_NE(summary["best_technique"], "reference");
 }
 
 TEST_F(LoopTest, TheEvaluationBudgetEndsTheRunBeforeAnotherStep) {

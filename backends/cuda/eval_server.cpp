@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +36,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr auto kStartWait = std::chrono::seconds(20);
 constexpr int kRequestReadMs = 30'000;
+constexpr int kStaleCheckMs = 2'000;
 
 std::string env_or(const char* name, const char* fallback = "") {
   const char* value = std::getenv(name);
@@ -60,6 +62,25 @@ std::optional<fs::path> private_dir() {
   return dir;
 }
 
+// Sizes and modification times of the Python files under `dir`: a worker folder given by
+// MBLAST_WORKER_DIR can change under the same path (the embedded one is named by its content).
+std::string files_stamp(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<std::string> rows;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (it->path().extension() != ".py" && it->path().extension() != ".json") continue;
+    std::error_code size_ec;
+    rows.push_back(fs::relative(it->path(), dir, size_ec).string() + ":" +
+                   std::to_string(it->file_size(size_ec)) + ":" +
+                   std::to_string(it->last_write_time(size_ec).time_since_epoch().count()));
+  }
+  std::sort(rows.begin(), rows.end());
+  std::string all;
+  for (const auto& row : rows) all += row + "\n";
+  return sha256_hex(all).substr(0, 16);
+}
+
 // Everything a server's workers depend on: a server answers only requests that agree on it.
 std::string identity(const EvalOptions& options, const fs::path& python) {
   std::error_code ec;
@@ -69,6 +90,7 @@ std::string identity(const EvalOptions& options, const fs::path& python) {
              {"exe_mtime", fs::last_write_time(exe, ec).time_since_epoch().count()},
              {"python", python.string()},
              {"worker", worker_directory().string()},
+             {"worker_files", files_stamp(worker_directory())},
              {"device", options.device},
              {"cache", fs::absolute(options.cache_dir).string()}};
   for (const char* name :
@@ -77,6 +99,18 @@ std::string identity(const EvalOptions& options, const fs::path& python) {
     id["env"][name] = env_or(name);
   }
   return id.dump();
+}
+
+// The size and modification time of the executable an identity names, now: a server whose binary
+// was rebuilt or replaced by another exits rather than idle on with the old code.
+std::string binary_stamp(const std::string& id) {
+  std::error_code ec;
+  const json parsed = json::parse(id, nullptr, false);
+  const fs::path exe = parsed.is_object() ? parsed.value("exe", std::string()) : std::string();
+  const auto size = fs::file_size(exe, ec);
+  if (ec) return "missing";
+  const auto mtime = fs::last_write_time(exe, ec).time_since_epoch().count();
+  return std::to_string(size) + "/" + std::to_string(mtime);
 }
 
 fs::path socket_for(const fs::path& dir, const std::string& id) {
@@ -179,7 +213,13 @@ std::optional<json> ask(const fs::path& socket, const std::string& request) {
   }
 }
 
-std::vector<json> answer(const json& response) {
+// nullopt: the server serves another configuration (a stale server must never fail a command:
+// it is judged in this process instead).
+std::optional<std::vector<json>> answer(const json& response) {
+  if (response.value("identity_mismatch", false)) {
+    spdlog::debug("the eval server serves another configuration; judging in this process");
+    return std::nullopt;
+  }
   if (response.contains("error")) {
     const auto& e = response["error"];
     throw Error(static_cast<ExitCode>(e.value("code", 1)),
@@ -204,7 +244,8 @@ std::optional<std::vector<json>> evaluate_via_server(const EvalOptions& options,
   if (!dir) return std::nullopt;
   const std::string id = identity(options, python);
   const fs::path socket = socket_for(*dir, id);
-  json request = {{"options", eval_options_to_json(options)}, {"candidates", json::array()}};
+  json request = {
+      {"options", eval_options_to_json(options)}, {"identity", id}, {"candidates", json::array()}};
   for (const auto& c : candidates) request["candidates"].push_back(fs::absolute(c).string());
   const std::string text = request.dump(-1, ' ', false, json::error_handler_t::replace);
   if (auto response = ask(socket, text)) return answer(*response);
@@ -246,14 +287,21 @@ int run_eval_server(const fs::path& socket, const fs::path& python, const std::s
   const auto prestart = static_cast<std::size_t>(
       std::max(1L, std::strtol(env_or("MBLAST_EVAL_SERVER_PRESTART", "2").c_str(), nullptr, 10)));
   int served = 0;
+  const std::string served_binary = binary_stamp(id);
+  auto last_request = Clock::now();
   while (true) {
     pollfd p{listener, POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(std::max(1L, idle_s)) * 1000);
-    if (ready == 0) break;
-    if (ready < 0) {
-      if (errno == EINTR) continue;
-      break;
+    const int ready = ::poll(&p, 1, kStaleCheckMs);
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) {
+      if (binary_stamp(id) != served_binary) {
+        spdlog::info("eval server {}: its executable changed on disk; exiting", ::getpid());
+        break;
+      }
+      if (Clock::now() - last_request >= std::chrono::seconds(std::max(1L, idle_s))) break;
+      continue;
     }
+    last_request = Clock::now();
     const int client = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
     if (client < 0) continue;
     json response;
@@ -261,10 +309,14 @@ int run_eval_server(const fs::path& socket, const fs::path& python, const std::s
       const auto line = read_line(client, kRequestReadMs);
       if (!line) throw input_error("the eval server got no request");
       const json request = json::parse(*line);
-      EvalOptions options = eval_options_from_json(request.at("options"));
-      if (identity(options, python) != id) {
-        throw input_error("this eval server serves another configuration", "run mblast eval again");
+      // Compared as sent, never recomputed here: once its executable is replaced on disk, even
+      // by an identical copy, this process would read another identity from /proc/self/exe.
+      if (request.value("identity", std::string()) != id) {
+        write_all(client, json{{"identity_mismatch", true}}.dump() + "\n");
+        ::close(client);
+        continue;
       }
+      EvalOptions options = eval_options_from_json(request.at("options"));
       std::vector<fs::path> candidates;
       for (const auto& c : request.at("candidates")) candidates.emplace_back(c.get<std::string>());
       // Two started ahead: a worker's start (PyTorch's import, CUDA) can take longer than a

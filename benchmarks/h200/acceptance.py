@@ -615,6 +615,10 @@ def table(results: Dict[str, Any]) -> str:
                            for k, v in ac["fingerprint_caches"].items())
         lines.append(f"| anti-cheat on the GPU | every hack caught | worker table: {ac['worker_cheats_on_cuda']['summary']}; "
                      f"CUDA-only: {ac['cuda_only']['summary']}; {caches} | {verdict(ac.get('pass'))} |")
+    bi = results.get("builtins")
+    if bi:
+        lines.append(f"| compiled built-ins, judge vs plain process | judge speedup >= 95 % of plain | {bi['summary']}; "
+                     f"worst ratio {fmt(bi.get('worst_ratio'))} | {verdict(bi.get('pass'))} |")
     iso = results.get("isolation")
     if iso:
         lines.append(f"| isolation | no write lands | {iso['summary']} | {verdict(iso.get('pass'))} |")
@@ -730,12 +734,34 @@ def section_cuda_tests(run: Run) -> Dict[str, Any]:
     return out
 
 
-SECTIONS = {"env": section_env, "sanity": section_sanity, "first_later": section_first_later, "agreement": section_agreement,
+BUILTIN_PROBLEMS = ["level1/88_MinGPTNewGelu", "level1/40_LayerNorm"]
+BUILTIN_TRANSFORMS = "torch_compile,torch_compile_cudagraphs"
+
+
+def section_builtins(run: Run) -> Dict[str, Any]:
+    """Compiled built-ins judged beside the same files in a plain process (builtins_vs_plain.py):
+    fails when the judge times one more than 5 % slower than the plain process does."""
+    out = run.work / "builtins"
+    cmd = [run.python, str(Path(__file__).resolve().parent / "builtins_vs_plain.py"), "--kernelbench",
+           str(run.kernelbench), "--mblast", str(run.mblast), "--out", str(out), "--problems",
+           ",".join(BUILTIN_PROBLEMS), "--passes", BUILTIN_TRANSFORMS, "--deadline", str(max(60, min(300, run.left() - 20)))]
+    rec = run.record("builtins", "builtins_vs_plain", cmd, min(330, run.left()))
+    rows = json.loads((out / "rows.json").read_text()) if (out / "rows.json").exists() else []
+    judged = [r for r in rows if r["verdict"] in ("PASS", "FAIL")]
+    worst = min((r["ratio"] for r in judged), default=None)
+    summary = ", ".join(f"{r['problem'].split('/')[-1]} {r['transform']}: {fmt(r['judge_speedup'])} vs "
+                        f"{fmt(r['plain_speedup'])}" for r in rows)
+    return {"rows": rows, "rc": rec["rc"], "worst_ratio": worst, "summary": summary or "no rows",
+            "pass": bool(judged) and len(judged) == len(rows) and all(r["verdict"] == "PASS" for r in judged)}
+
+
+SECTIONS = {"builtins": section_builtins, "env": section_env, "sanity": section_sanity, "first_later": section_first_later, "agreement": section_agreement,
             "spread": section_spread, "anticheat": section_anticheat, "isolation": section_isolation,
             "latency": section_latency, "sampler_noise": section_sampler_noise,
             "harness_solo": section_harness_solo, "memory_diag": section_memory_diag, "cuda_tests": section_cuda_tests}
 PARTS = {
-    "a": ["env", "sanity", "isolation", "anticheat", "first_later", "spread", "agreement", "latency", "fairness"],
+    "a": ["env", "sanity", "builtins", "isolation", "anticheat", "first_later", "spread", "agreement", "latency",
+          "fairness"],
     "b": ["env", "sanity", "fairness"],
     # What part a left: after fixes, without the tables that already passed.
     "c": ["env", "isolation", "agreement", "latency", "anticheat", "fairness"],
@@ -806,7 +832,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     text = table(results) + "\n\n" + outlier_lines(results)
     (run.out / "table.md").write_text(text + "\n")
     with tarfile.open(run.out / "records.tar.gz", "w:gz") as tar:
-        for part in ("first_later", "agreement", "spread", "latency", "anticheat", "isolation", "fairness", "noise",
+        for part in ("builtins", "first_later", "agreement", "spread", "latency", "anticheat", "isolation", "fairness", "noise",
                      "harness_solo", "memory_diag"):
             if (run.work / part).is_dir():
                 tar.add(run.work / part, arcname=part)

@@ -186,6 +186,9 @@ void Loop::baseline() {
     }
     baseline_ = judged.result;
     current_.file = judged.file;
+    // The floor: the reference is a correct candidate of every run, at 1x by definition, so the
+    // best (and its export) never reads below it; a candidate must beat it by kMinGain.
+    best_ = BestCandidate{judged.file, 1.0, baseline_.ref_ms, baseline_.ref_ms, "reference", 0};
     current_.signature = baseline_.reference_signature.is_null() ? baseline_.signature
                                                                  : baseline_.reference_signature;
     current_.time_ms = baseline_.ref_ms;
@@ -363,7 +366,7 @@ Loop::Scored Loop::score(const Evaluation& final) const {
   // A skipped step (a built-in with nothing to change) earns what it gained: nothing.
   s.reward = final.outcome == "skipped" ? 0.0 : step_reward(s.correct, s.speedup, current_.speedup);
   s.improved = s.correct && s.speedup && *s.speedup > current_.speedup * kMinGain;
-  s.new_best = s.correct && s.speedup && (!best_ || *s.speedup > best_->speedup);
+  s.new_best = s.correct && s.speedup && (!best_ || *s.speedup > best_->speedup * kMinGain);
   return s;
 }
 
@@ -683,6 +686,7 @@ nlohmann::json Loop::finish(const std::string& status, const std::string& reason
       {"correct", best_.has_value()},
       {"best_speedup", best_ ? nlohmann::json(best_->speedup) : nlohmann::json()},
       {"best_technique", best_ ? nlohmann::json(best_->technique_id) : nlohmann::json()},
+      {"best_is_reference", best_ && best_->technique_id == "reference"},
       {"best_file", nlohmann::json()},
       {"kernelbench_file", nlohmann::json()},
       {"baseline_ms", or_null(baseline_.ref_ms)},
