@@ -5,9 +5,12 @@
 
 For every problem the built-in candidates are made with `python3 -m mblast_builtin`, judged in
 one `mblast eval` call (its speedup is over eager, measured beside the candidate in the judge's
-worker), then timed with plain_timing.py in a fresh process that imports no judge code. A built-in
-passes when the judge's speedup is at least 95 % of the plain process's: no check of the judge may
-make a candidate slower than it is. Passes run over all problems in turn, so that a deadline cuts
+worker), then timed with plain_timing.py in two fresh processes that import no judge code. A
+built-in passes when the judge's candidate time is at most 5 % over the slower plain process's: no
+check of the judge may make a candidate slower than it is. Two plain processes, because compiled
+code differs between processes by more than that (measured on the H200: Inductor's LayerNorm of
+level1/40 ran at 0.391 ms in one process and 0.532 ms in another, its autotuner choosing between
+configurations on warm-L2 timings); the table gives both. Passes run over all problems in turn, so that a deadline cuts
 the later transforms, not the later problems. Prints a Markdown table; records go to OUT.
 """
 
@@ -29,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKER = ROOT / "backends" / "cuda" / "worker"
 PLAIN = Path(__file__).resolve().parent / "plain_timing.py"
 ROW_SOFTMAX = ROOT / "benchmarks" / "problems" / "row_softmax.py"
-TOLERANCE = 0.95  # judge speedup / plain speedup at least this
+TOLERANCE = 0.95  # slower plain process's candidate time / the judge's at least this
+PLAIN_PROCESSES = 2
 
 # Across levels and op kinds: elementwise, normalisation, reduction-heavy, convolution, GEMM,
 # launch-bound whole models; the eight of the issue's table plus two small ones.
@@ -93,9 +97,13 @@ def num(value: Any) -> Optional[float]:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def row_of(name: str, transform: str, j: Dict[str, Any], p: Dict[str, Any]) -> Dict[str, Any]:
-    js, ps = num(j.get("speedup")), num(p.get("speedup"))
-    ratio = js / ps if js and ps else None
+def row_of(name: str, transform: str, j: Dict[str, Any], plains: List[Dict[str, Any]]) -> Dict[str, Any]:
+    js = num(j.get("speedup"))
+    times = [t for t in (num(p.get("cand_ms")) for p in plains) if t]
+    p = max(plains, key=lambda r: num(r.get("cand_ms")) or 0.0)  # the slower plain process
+    ps = num(p.get("speedup"))
+    jc = num(j.get("cand_ms"))
+    ratio = max(times) / jc if jc and times else None
     if ratio is None:
         verdict = "no figure"
     elif not j.get("correct"):
@@ -103,7 +111,7 @@ def row_of(name: str, transform: str, j: Dict[str, Any], p: Dict[str, Any]) -> D
     else:
         verdict = "PASS" if ratio >= TOLERANCE else "FAIL"
     return {"problem": name, "transform": transform, "judge_speedup": js, "plain_speedup": ps,
-            "judge_cand_ms": num(j.get("cand_ms")), "plain_cand_ms": num(p.get("cand_ms")),
+            "judge_cand_ms": jc, "plain_cand_ms": num(p.get("cand_ms")), "plain_cand_ms_all": times,
             "judge_ref_ms": num(j.get("ref_ms")), "plain_ref_ms": num(p.get("ref_ms")), "ratio": ratio,
             "verdict": verdict, "judge_error": j.get("error"), "plain_error": p.get("error"),
             "compile_speedup": num(j.get("speedup_vs_compile"))}
@@ -114,18 +122,19 @@ def fmt(value: Optional[float], spec: str = ".3f") -> str:
 
 
 def table(rows: List[Dict[str, Any]]) -> str:
-    lines = ["| problem | transform | judge speedup | plain speedup | judge / plain | judge cand ms | plain cand ms | verdict |",
+    lines = ["| problem | transform | judge speedup | plain speedup (slower process) | plain ms / judge ms | judge cand ms | plain cand ms (each process) | verdict |",
              "|---|---|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         note = r["verdict"]
         if r["verdict"] in ("no figure", "incorrect"):
             note += ": " + str(r["judge_error"] or r["plain_error"] or "")[:90].replace("|", "/").replace("\n", " ")
         lines.append(f"| {r['problem']} | {r['transform']} | {fmt(r['judge_speedup'])} | {fmt(r['plain_speedup'])} | "
-                     f"{fmt(r['ratio'])} | {fmt(r['judge_cand_ms'], '.4f')} | {fmt(r['plain_cand_ms'], '.4f')} | {note} |")
+                     f"{fmt(r['ratio'])} | {fmt(r['judge_cand_ms'], '.4f')} | "
+                     f"{', '.join(fmt(t, '.4f') for t in r['plain_cand_ms_all']) or '-'} | {note} |")
     judged_rows = [r for r in rows if r["verdict"] in ("PASS", "FAIL")]
     passed = sum(r["verdict"] == "PASS" for r in judged_rows)
-    lines.append(f"\n{passed} of {len(judged_rows)} judged built-ins within {100 * (1 - TOLERANCE):.0f} % of the plain "
-                 f"process; {len(rows) - len(judged_rows)} without a figure")
+    lines.append(f"\n{passed} of {len(judged_rows)} judged built-ins at most {100 * (1 - TOLERANCE):.0f} % slower than the "
+                 f"slower of {PLAIN_PROCESSES} plain processes; {len(rows) - len(judged_rows)} without a figure")
     return "\n".join(lines)
 
 
@@ -155,9 +164,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             t0 = time.monotonic()
             j = judged(args.mblast, problem, cands, min(left - 30, 90 + 60 * len(cands)))
             t1 = time.monotonic()
-            p = plain(problem, cands, max(30.0, min(args.deadline - (time.monotonic() - start), 240.0)))
+            plains = [plain(problem, cands, max(30.0, min(args.deadline - (time.monotonic() - start), 240.0)))
+                      for _ in range(PLAIN_PROCESSES)]
             for t in transforms:
-                rows.append(row_of(name, t, j[t], p[t]))
+                rows.append(row_of(name, t, j[t], [p[t] for p in plains]))
                 r = rows[-1]
                 log(f"{name} {t}: judge {fmt(r['judge_speedup'])} plain {fmt(r['plain_speedup'])} "
                     f"ratio {fmt(r['ratio'])} {r['verdict']} (eval {t1 - t0:.0f} s, plain {time.monotonic() - t1:.0f} s)")
