@@ -1,5 +1,10 @@
 // `mblast eval --device cpu` end to end: the real binary, the embedded Python worker and
 // Debian's PyTorch, as CI runs it. The worker's own checks are covered in depth by pytest.
+#include <signal.h>
+
+#include <filesystem>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -173,6 +178,71 @@ TEST_F(EvalCli, CudaDeviceWithoutAGpuExitsTwoSuggestingTheCpu) {
                            {{"XDG_CACHE_HOME", (cache_ / "xdg").string()}});
   EXPECT_EQ(result.exit_code, 2) << result.err;
   EXPECT_NE(result.err.find("--device cpu"), std::string::npos) << result.err;
+}
+
+// The eval server (forced on for the CPU with MBLAST_EVAL_SERVER=1) outlives the binary that
+// started it: an identical copy put in its place must still be served, and a changed binary must
+// not be.
+class EvalServer : public EvalCli {
+ protected:
+  ProcessResult eval_with(const std::filesystem::path& binary) {
+    ProcessSpec spec;
+    spec.argv = {binary.string(),
+                 "eval",
+                 source("problems/relu_small.py"),
+                 "--candidate",
+                 source("candidates/cpu/correct_relu.py"),
+                 "--device",
+                 "cpu",
+                 "--json",
+                 "--runs",
+                 "5",
+                 "--cache-dir",
+                 (cache_ / "cache").string()};
+    spec.env = {{"XDG_CACHE_HOME", (cache_ / "xdg").string()},
+                {"XDG_RUNTIME_DIR", (cache_ / "run").string()},
+                {"MBLAST_EVAL_SERVER", "1"},
+                {"MBLAST_EVAL_SERVER_IDLE_S", "60"}};
+    spec.timeout = std::chrono::seconds(120);
+    return run_process(spec);
+  }
+  // Replaces `binary` by a copy of `from` through a rename (a new inode, as an installer does).
+  static void replace(const std::filesystem::path& binary, const std::filesystem::path& from) {
+    const auto staged = binary.string() + ".new";
+    std::filesystem::copy_file(from, staged, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::last_write_time(staged, std::filesystem::last_write_time(from));
+    std::filesystem::rename(staged, binary);
+  }
+  static int server_pid(const ProcessResult& r) {
+    return nlohmann::json::parse(r.out)["eval_server"].value("pid", 0);
+  }
+};
+
+TEST_F(EvalServer, AReplacedBinaryNeverFailsTheCommand) {
+  std::filesystem::create_directories(cache_ / "run");
+  std::filesystem::permissions(cache_ / "run", std::filesystem::perms::owner_all);
+  const auto binary = cache_ / "bin" / "mblast";
+  std::filesystem::create_directories(binary.parent_path());
+  replace(binary, testing::mblast_binary());
+  const auto first = eval_with(binary);
+  ASSERT_EQ(first.exit_code, 0) << first.err << first.out;
+  const int pid = server_pid(first);
+  ASSERT_GT(pid, 0) << first.out;
+
+  replace(binary, testing::mblast_binary());  // the same bytes and time: the same identity
+  const auto same = eval_with(binary);
+  ASSERT_EQ(same.exit_code, 0) << same.err << same.out;
+  EXPECT_EQ(server_pid(same), pid);  // the old server still serves it
+
+  replace(binary, testing::mblast_binary());
+  std::filesystem::last_write_time(binary, std::filesystem::file_time_type::clock::now());
+  EXPECT_TRUE(testing::process_gone(pid) ||
+              (std::this_thread::sleep_for(std::chrono::seconds(4)), testing::process_gone(pid)))
+      << "the server of a replaced binary is still running";
+  const auto changed = eval_with(binary);
+  ASSERT_EQ(changed.exit_code, 0) << changed.err << changed.out;
+  EXPECT_NE(server_pid(changed), pid);
+  ::kill(server_pid(changed), SIGTERM);
 }
 
 }  // namespace

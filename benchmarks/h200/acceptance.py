@@ -760,8 +760,7 @@ SECTIONS = {"builtins": section_builtins, "env": section_env, "sanity": section_
             "latency": section_latency, "sampler_noise": section_sampler_noise,
             "harness_solo": section_harness_solo, "memory_diag": section_memory_diag, "cuda_tests": section_cuda_tests}
 PARTS = {
-    "a": ["env", "sanity", "builtins", "isolation", "anticheat", "first_later", "spread", "agreement", "latency",
-          "fairness"],
+    "a": ["env", "sanity", "isolation", "anticheat", "first_later", "spread", "agreement", "latency", "fairness"],
     "b": ["env", "sanity", "fairness"],
     # What part a left: after fixes, without the tables that already passed.
     "c": ["env", "isolation", "agreement", "latency", "anticheat", "fairness"],
@@ -777,6 +776,8 @@ PARTS = {
     "h": ["env", "sanity", "cuda_tests", "fairness"],
     # The same code's tables that part a gave before those changes.
     "i": ["env", "isolation", "anticheat", "latency", "agreement"],
+    # Compiled built-ins judged beside the same files in plain processes (no check may slow them).
+    "j": ["env", "builtins"],
     "all": ["env", "sanity", "first_later", "agreement", "spread", "anticheat", "isolation", "latency", "fairness"],
     # The code before a change, in one call: what fits of part a, latency last.
     "before": ["env", "first_later", "agreement", "spread", "anticheat", "latency"],

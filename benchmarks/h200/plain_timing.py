@@ -6,7 +6,8 @@ No judge code is imported and nothing watches the candidate: the problem's Model
 candidate's ModelNew are built with the same seed, each candidate is called three times (compiles
 happen there), then reference and candidate are timed alternately with CUDA events around one
 forward, the L2 flushed before every call (a 256 MiB write, as KernelBench's harness does),
-autograd recording unless --no-grad (the judge's default mode). Prints one JSON line per candidate:
+autograd recording unless --no-grad (the judge's default mode); --first-no-grad calls each
+candidate under no_grad first, as verification does. Prints one JSON line per candidate:
 {"candidate", "ref_ms", "cand_ms", "speedup", "runs"} (medians), or {"candidate", "error"}.
 """
 
@@ -52,10 +53,15 @@ def timed(fn: Callable[[], Any], flush: torch.Tensor) -> float:
     return float(start.elapsed_time(end))
 
 
-def time_pair(ref: Callable[[], Any], cand: Callable[[], Any], runs: int, grad: bool) -> Dict[str, float]:
+def time_pair(ref: Callable[[], Any], cand: Callable[[], Any], runs: int, grad: bool,
+              first_no_grad: bool = False) -> Dict[str, float]:
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     ref_ms: List[float] = []
     cand_ms: List[float] = []
+    if first_no_grad:  # as the judge's verification trials (and KernelBench's) call it first
+        with torch.no_grad():
+            for _ in range(3):
+                cand()
     with torch.set_grad_enabled(grad):
         for _ in range(3):
             ref()
@@ -74,6 +80,8 @@ def main(argv: List[str]) -> int:
     ap.add_argument("candidates", nargs="+")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--no-grad", action="store_true")
+    ap.add_argument("--first-no-grad", action="store_true",
+                    help="call each candidate three times under no_grad before timing, as verification does")
     args = ap.parse_args(argv)
     problem = load(args.problem)
     init = list(problem["get_init_inputs"]())
@@ -84,7 +92,8 @@ def main(argv: List[str]) -> int:
         try:
             cand_model = build(load(path)["ModelNew"], init)
             cand_model.load_state_dict(ref_model.state_dict())
-            row = time_pair(lambda: ref_model(*inputs), lambda: cand_model(*inputs), args.runs, not args.no_grad)
+            row = time_pair(lambda: ref_model(*inputs), lambda: cand_model(*inputs), args.runs, not args.no_grad,
+                            args.first_no_grad)
             print(json.dumps({"candidate": path, **row}), flush=True)
             del cand_model
         except Exception as exc:  # noqa: BLE001 - one failing candidate must not cost the others

@@ -205,12 +205,16 @@ def test_a_memo_of_exact_inputs_is_flagged_by_new_inputs(tmp_path: Path) -> None
     assert plain["correct"] is True and "result_cache" not in plain["flags"], brief(plain)
 
 
-def test_timed_calls_record_autograd_as_kernelbench_times_them(tmp_path: Path) -> None:
-    base = eval_request(problem("relu_small"), cpu_candidate("grad_mode_probe"))
+def test_the_candidate_runs_in_the_grad_mode_it_is_timed_in(tmp_path: Path) -> None:
+    """Timed calls record autograd as KernelBench's harness times them, and every other call of the
+    candidate runs in that mode too: a compiled module verified under no_grad compiles a second,
+    slower graph for its timing."""
+    base = eval_request(problem("relu_small"), cpu_candidate("grad_mode_probe"), profile=True)
     recorded = evaluate(base, tmp_path / "autograd")
-    assert recorded["correct"] is False and "while timed" in (recorded["error"] or ""), brief(recorded)
+    assert recorded["correct"] is True and recorded["speedup"] is not None, brief(recorded)
+    assert recorded["signature"] is not None, brief(recorded)
     plain = evaluate(dict(base, timing=dict(FAST_TIMING, autograd=False)), tmp_path / "no_grad")
-    assert plain["correct"] is True and plain["speedup"] is not None
+    assert plain["correct"] is True and plain["speedup"] is not None, brief(plain)
 
 
 def test_no_timed_call_follows_the_op_recording(tmp_path: Path) -> None:

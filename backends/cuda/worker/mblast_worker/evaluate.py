@@ -20,7 +20,7 @@ from .poison import PoisonMode
 from .response import Tolerance
 from .session import Session
 from .stale import run_staleness_checks
-from .tensors import clone_all, same_values
+from .tensors import clone_all, detached, same_values
 from .timing_phase import run_timing
 from .trials import mutation_flags, run_trial
 from .verdict import Verdict
@@ -117,11 +117,11 @@ def _profile(s: Session, pristine: List[Any]) -> None:
     peak = ceilings.peak_tflops if ceilings else None
     on_gpu = s.device.type == "cuda"
     for attribute, forward, total_ms in (
-        ("signature", s.candidate_callable(clone_all(pristine)), s.resp.cand_ms),
-        ("reference_signature", s.eager_callable(clone_all(pristine)), s.resp.ref_ms),
+        ("signature", s.candidate_callable(clone_all(pristine), s.candidate_grad), s.resp.cand_ms),
+        ("reference_signature", s.eager_callable(clone_all(pristine), s.candidate_grad), s.resp.ref_ms),
     ):
         try:
-            profiled = profile_forward(forward, s.device)
+            profiled = profile_forward(forward, s.device, grad=s.candidate_grad)
         except Exception as exc:  # noqa: BLE001 - a profiler failure costs the signature, not the verdict
             s.resp.add_note(f"profiling failed: {type(exc).__name__}: {exc}")
             return
@@ -133,7 +133,8 @@ def _profile(s: Session, pristine: List[Any]) -> None:
 def _record_candidate_ops(s: Session, pristine: List[Any]) -> None:
     try:
         s.precision.enter_candidate()
-        cand_ops = record_ops(s.candidate_callable(clone_all(pristine) if s.facts.ref_mutated_inputs else pristine))
+        inputs = clone_all(pristine) if s.facts.ref_mutated_inputs else pristine
+        cand_ops = record_ops(s.candidate_callable(inputs, s.candidate_grad))
         s.after_candidate_code()
     except CandidateRuntimeError:
         raise
@@ -155,8 +156,8 @@ def _side_stream_output_check(s: Session, pristine: List[Any]) -> bool:
         s.precision.enter_candidate()
         stream = guards.cuda_current_stream(s.device)
         try:
-            with torch.no_grad():
-                raw = s.cand_model(*inputs)
+            with torch.set_grad_enabled(s.candidate_grad):
+                raw = detached(s.cand_model(*inputs))
         except (Exception, SystemExit) as exc:
             raise CandidateRuntimeError(f"{s.candidate.path}: forward raised {type(exc).__name__}: {exc}") from None
         guards.cuda_stream_synchronize(stream)

@@ -18,7 +18,8 @@ class TimingConfig:
     input_sets: int = 3
     l2_flush: bool = True
     # Timed calls record autograd as a plain call does, and as KernelBench's harness times them
-    # (its timing runs outside torch.no_grad()); correctness trials always run without it.
+    # (its timing runs outside torch.no_grad()); every other call of the candidate runs in the
+    # same mode (Session.candidate_grad), so that a compiled candidate compiles one graph.
     autograd: bool = True
 
 

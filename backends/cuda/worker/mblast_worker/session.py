@@ -22,7 +22,7 @@ from .poison import Poisoner, PoisonMode
 from .reference import ReferenceModels, pristine_copier
 from .request import Request
 from .response import OutputSpec, Response
-from .tensors import changed_state, state_snapshot, to_device
+from .tensors import changed_state, detached, state_snapshot, to_device
 
 
 def seed_everything(seed: int) -> None:
@@ -165,8 +165,8 @@ class Session:
         self.precision.enter_candidate()
         seed_everything(seed)
         try:
-            with torch.no_grad():
-                result = self.cand_model(*inputs)
+            with torch.set_grad_enabled(self.candidate_grad):
+                result = detached(self.cand_model(*inputs))
             if self.device.type == "cuda":
                 guards.cuda_synchronize(self.device)  # surfaces asynchronous kernel errors here
         except (Exception, SystemExit) as exc:
@@ -177,6 +177,13 @@ class Session:
         changed = set(changed_state(self.cand_model, self.cand_state))
         self.cand_changed_state |= changed
         return result
+
+    @property
+    def candidate_grad(self) -> bool:
+        """The grad mode of every call of the candidate: the one it is timed in. A compiled module
+        verified under no_grad and timed recording autograd compiles twice, and the second graph
+        ran 0.46-0.52 ms against 0.36-0.40 ms compiled alone (level1/40 on the H200)."""
+        return self.req.timing is not None and self.req.timing.autograd
 
     def after_candidate_code(self, where: str = "in forward") -> None:
         if self.precision.changed_by_candidate() and not self.req.allow_tf32:

@@ -73,13 +73,16 @@ def _starts_outside(event: Any, last_top: Dict[Any, Tuple[float, float]]) -> boo
     last_top[event.thread] = span
     return True
 
-def profile_forward(forward: Callable[[], Any], device: torch.device, runs: int = 3) -> Dict[str, Any]:
-    """Profiles `runs` forwards after one warm-up; returns per-forward op and kernel figures."""
+def profile_forward(forward: Callable[[], Any], device: torch.device, runs: int = 3,
+                    grad: bool = False) -> Dict[str, Any]:
+    """Profiles `runs` forwards after one warm-up, in the grad mode given (the one the forward was
+    timed in: a compiled module compiles again in another); returns per-forward op and kernel
+    figures."""
     from torch.profiler import ProfilerActivity, profile
 
     on_gpu = device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
-    with torch.no_grad():
+    with torch.set_grad_enabled(grad):
         forward()
         if on_gpu:
             torch.cuda.synchronize(device)
