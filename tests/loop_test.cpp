@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/loop.hpp"
+#include "core/optimize_support.hpp"
 #include "mblast/backend.hpp"
 #include "mblast/error.hpp"
 #include "mblast/kb.hpp"
@@ -339,6 +340,55 @@ TEST_F(LoopTest, TheCriticIsAskedOutsideTheKbTransaction) {
   EXPECT_EQ(steps[0]["critic"], "llm");
   EXPECT_EQ(steps[0]["claims"], 1);
   EXPECT_EQ(summary["best_speedup"], 1.25);
+}
+
+// Which built-ins a step may stack on the current implementation, with the seed catalogue's rows.
+class Eligibility : public ::testing::Test {
+ protected:
+  std::set<std::string> eligible(const std::vector<std::string>& lineage,
+                                 const std::vector<std::string>& ops) {
+    KnowledgeBase kb(dir_ / "kb.sqlite");
+    optimize_detail::Current current;
+    current.is_reference = lineage.empty();
+    current.lineage = lineage;
+    std::set<std::string> ids;
+    for (const auto& t : optimize_detail::eligible_techniques(kb.techniques("cuda"), "model",
+                                                              current, {}, {}, false, ops)) {
+      if (t.implementer == "builtin") ids.insert(t.id);
+    }
+    return ids;
+  }
+  TempDir dir_;
+};
+
+TEST_F(Eligibility, ACompiledModelIsNotCompiledAgain) {
+  const auto after_compile = eligible({"cuda/builtin-torch-compile"}, {"aten::convolution"});
+  for (const char* id :
+       {"cuda/builtin-torch-compile-max-autotune", "cuda/builtin-torch-compile-cudagraphs",
+        "cuda/builtin-torch-compile-coordinate-descent", "cuda/builtin-channels-last-compile",
+        "cuda/builtin-torch-compile"}) {
+    EXPECT_EQ(after_compile.count(id), 0u) << id;
+  }
+  EXPECT_EQ(after_compile.count("cuda/builtin-cuda-graph"), 1u);  // a graph over compiled code
+  EXPECT_EQ(after_compile.count("cuda/builtin-cudnn-benchmark"), 1u);
+  // reduce-overhead already replays a graph: no second graph over it.
+  EXPECT_EQ(
+      eligible({"cuda/builtin-torch-compile-cudagraphs"}, {}).count("cuda/builtin-cuda-graph"), 0u);
+}
+
+TEST_F(Eligibility, ConvolutionBuiltinsNeedAConvolution) {
+  const std::vector<std::string> conv_builtins = {"cuda/builtin-channels-last",
+                                                  "cuda/builtin-cudnn-benchmark",
+                                                  "cuda/builtin-channels-last-compile"};
+  const auto elementwise = eligible({}, {"aten::mul", "aten::add", "aten::tanh"});
+  const auto conv = eligible({}, {"aten::mul", "aten::cudnn_convolution"});
+  const auto unknown = eligible({}, {});
+  for (const auto& id : conv_builtins) {
+    EXPECT_EQ(elementwise.count(id), 0u) << id;
+    EXPECT_EQ(conv.count(id), 1u) << id;
+    EXPECT_EQ(unknown.count(id), 1u) << id;  // no profile: nothing filtered
+  }
+  EXPECT_EQ(elementwise.count("cuda/builtin-torch-compile"), 1u);
 }
 
 }  // namespace

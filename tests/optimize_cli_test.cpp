@@ -100,8 +100,10 @@ TEST_F(OptimizeCli, ReplayDrivesActorCompileErrorFixCriticIntoTheKb) {
   ASSERT_FALSE(claims.empty());
   EXPECT_NE(claims[0].text.find("clamp_min"), std::string::npos);
   EXPECT_EQ(claims[0].support, 1);
+  // A verified implementation is stored when it beats the best so far, the reference at first
+  // (the fixed ReLU runs about as fast as the reference here: either way, stored when it won).
   const auto implementations = store.query({.kind = "implementations"});
-  EXPECT_EQ(implementations.size(), 1u);
+  EXPECT_EQ(implementations.size(), steps[0]["new_best_candidate"].get<bool>() ? 1u : 0u);
   EXPECT_TRUE(fs::is_regular_file(out / "best.py"));
   EXPECT_TRUE(fs::is_regular_file(out / "best_kernelbench.py"));
   EXPECT_TRUE(fs::is_regular_file(out / "log.txt"));

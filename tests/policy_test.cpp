@@ -186,6 +186,23 @@ TEST(TechniqueSelector, SeedListingIsASmallPrior) {
   EXPECT_EQ(selection.technique_id, "listed");
 }
 
+TEST(TechniqueSelector, PriorsOrderTheUntriedArms) {
+  // Nothing tried here yet: the arm the KB lists for the state comes first, then arms without a
+  // prior, and an arm that failed on other hardware last, whatever the shuffle's seed.
+  std::vector<TechniqueRow> arms = {technique("plain"),
+                                    technique("listed", "llm", {"memory-bound"}),
+                                    technique("failed-elsewhere")};
+  std::vector<RewardStat> stats = {stat("failed-elsewhere", "NVIDIA H100", 4, -1.0, -1.0)};
+  for (std::uint64_t seed = 0; seed < 8; ++seed) {
+    auto selection = select_technique(arms, stats, "memory-bound", "cuda", kHw, {}, seed);
+    ASSERT_EQ(selection.arms.size(), 3u);
+    EXPECT_EQ(selection.arms[0].technique_id, "listed");
+    EXPECT_EQ(selection.arms[1].technique_id, "plain");
+    EXPECT_EQ(selection.arms[2].technique_id, "failed-elsewhere");
+    for (const auto& arm : selection.arms) EXPECT_TRUE(std::isinf(arm.bonus)) << arm.technique_id;
+  }
+}
+
 TEST(TechniqueSelector, ConstraintsRemoveArms) {
   TechniqueRow deprecated = technique("old");
   deprecated.deprecated = true;

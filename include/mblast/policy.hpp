@@ -62,7 +62,7 @@ struct ArmScore {
   double n_local = 0;  // attempts on this hardware
   double n_prior = 0;  // discounted attempts from other hardware plus the seed prior
   double mean = 0;     // the effective mean reward
-  double bonus = 0;    // exploration term (infinite for untried arms)
+  double bonus = 0;    // exploration term (infinite for arms untried on this hardware and state)
   double score = 0;
   bool removed = false;  // filtered by a constraint
   std::string removed_reason;

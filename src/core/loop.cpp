@@ -201,6 +201,7 @@ void Loop::baseline() {
   for (const auto& op : ops) {
     if (op.value("share", 0.0) >= 0.1) heavy_ops_.push_back(op.value("name", ""));
   }
+  problem_ops_ = signature_op_names(current_.signature);
   std::string slot_list;
   for (const auto& slot : slots_) slot_list += (slot_list.empty() ? "" : ", ") + slot.id;
   progress_({"baseline",
@@ -338,7 +339,7 @@ std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
   selector.allowed_requirements = allowed_requirements(options_, baseline_);
   const auto techniques = eligible_techniques(
       kb_.techniques(options_.backend), slots_[choice.slot].id, current_, tried_on_current_,
-      options_.techniques, backend_.traits().builtins_need_a_candidate);
+      options_.techniques, backend_.traits().builtins_need_a_candidate, problem_ops_);
   const Selection selection =
       select_technique(techniques, kb_.reward_stats(options_.backend, choice.state.state_id),
                        choice.state.state_id, options_.backend, hardware_, selector,

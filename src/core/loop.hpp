@@ -122,6 +122,7 @@ class Loop {
   std::set<std::string> tried_on_current_;
   std::vector<TrajectoryStep> rollout_;  // this iteration's steps, for the critic
   std::vector<std::string> heavy_ops_;
+  std::vector<std::string> problem_ops_;  // the baseline profile's op names
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   int steps_done_ = 0;
   int correct_candidates_ = 0;

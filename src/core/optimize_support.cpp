@@ -58,11 +58,53 @@ std::vector<std::string> allowed_requirements(const OptimizeOptions& options,
   return allowed;
 }
 
+namespace {
+
+std::vector<std::string> builtin_list(const TechniqueRow& t, const char* field) {
+  std::vector<std::string> values;
+  if (!t.builtin.is_object() || !t.builtin.contains(field) || !t.builtin[field].is_array()) {
+    return values;
+  }
+  for (const auto& v : t.builtin[field]) {
+    if (v.is_string()) values.push_back(v.get<std::string>());
+  }
+  return values;
+}
+
+bool shares_a_group(const TechniqueRow& technique, const std::vector<TechniqueRow>& all,
+                    const std::vector<std::string>& lineage) {
+  const auto groups = builtin_list(technique, "groups");
+  for (const auto& applied_id : lineage) {
+    const auto applied = std::find_if(all.begin(), all.end(),
+                                      [&](const TechniqueRow& t) { return t.id == applied_id; });
+    if (applied == all.end()) continue;
+    for (const auto& group : builtin_list(*applied, "groups")) {
+      if (std::find(groups.begin(), groups.end(), group) != groups.end()) return true;
+    }
+  }
+  return false;
+}
+
+bool problem_has_needed_ops(const TechniqueRow& technique,
+                            const std::vector<std::string>& problem_ops) {
+  const auto needed = builtin_list(technique, "needs_ops");
+  if (needed.empty() || problem_ops.empty()) return true;
+  for (const auto& fragment : needed) {
+    for (const auto& op : problem_ops) {
+      if (op.find(fragment) != std::string::npos) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 std::vector<TechniqueRow> eligible_techniques(const std::vector<TechniqueRow>& all,
                                               const std::string& slot, const Current& current,
                                               const std::set<std::string>& tried_on_current,
                                               const std::vector<std::string>& only,
-                                              bool builtins_need_a_candidate) {
+                                              bool builtins_need_a_candidate,
+                                              const std::vector<std::string>& problem_ops) {
   std::vector<TechniqueRow> eligible;
   for (const auto& technique : all) {
     if (!only.empty() && std::find(only.begin(), only.end(), technique.id) == only.end()) continue;
@@ -75,10 +117,27 @@ std::vector<TechniqueRow> eligible_techniques(const std::vector<TechniqueRow>& a
           current.lineage.end()) {
         continue;
       }
+      if (shares_a_group(technique, all, current.lineage)) continue;
+      if (!problem_has_needed_ops(technique, problem_ops)) continue;
     }
     eligible.push_back(technique);
   }
   return eligible;
+}
+
+std::vector<std::string> signature_op_names(const nlohmann::json& signature) {
+  std::vector<std::string> names;
+  if (!signature.is_object()) return names;
+  for (const char* key : {"ops", "regions"}) {
+    const auto list = signature.value(key, nlohmann::json::array());
+    if (!list.is_array()) continue;
+    for (const auto& op : list) {
+      if (op.is_object() && op.contains("name") && op["name"].is_string()) {
+        names.push_back(op["name"].get<std::string>());
+      }
+    }
+  }
+  return names;
 }
 
 std::vector<StateEvidence> state_evidence(const Classification& classification) {

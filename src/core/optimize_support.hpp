@@ -30,7 +30,7 @@ struct Current {
   std::vector<std::string> lineage;  // the techniques applied to reach it, oldest first
 };
 
-// The best verified candidate of the run (may be slower than eager).
+// The best verified candidate of the run: at first the reference itself, the run's floor.
 struct BestCandidate {
   std::filesystem::path file;
   double speedup = 0;
@@ -59,13 +59,20 @@ std::vector<std::string> allowed_requirements(const OptimizeOptions& options,
                                               const EvalResult& baseline);
 
 // Techniques a step in `slot` may pick: those in `only` (when it is not empty); built-ins only
-// for the whole model, none already in the current implementation's lineage or tried on it, and
-// (native backends, whose built-ins tune a kernel) only once there is a candidate to tune.
+// for the whole model, none already in the current implementation's lineage or tried on it, none
+// sharing a group ("compile", "graph") with a built-in of the lineage (a compiled model is not
+// compiled again), none needing ops the problem lacks (`needs_ops`: substrings of the baseline
+// profile's op names; unknown ops filter nothing), and (native backends, whose built-ins tune a
+// kernel) only once there is a candidate to tune.
 std::vector<TechniqueRow> eligible_techniques(const std::vector<TechniqueRow>& all,
                                               const std::string& slot, const Current& current,
                                               const std::set<std::string>& tried_on_current,
                                               const std::vector<std::string>& only,
-                                              bool builtins_need_a_candidate);
+                                              bool builtins_need_a_candidate,
+                                              const std::vector<std::string>& problem_ops = {});
+
+// The op names of a profile signature (its ops and regions).
+std::vector<std::string> signature_op_names(const nlohmann::json& signature);
 
 std::vector<StateEvidence> state_evidence(const Classification& classification);
 

@@ -86,12 +86,17 @@ Selection select_technique(const std::vector<TechniqueRow>& techniques,
   std::shuffle(selection.arms.begin(), selection.arms.end(), rng);
   for (auto& arm : selection.arms) {
     const double n = arm.n_local + arm.n_prior;
-    arm.bonus = n > 0 ? config.exploration * std::sqrt(std::log(total_pulls + 1) / n)
-                      : std::numeric_limits<double>::infinity();
+    // Untried here (no attempt on this hardware in this state): explored before any tried arm,
+    // whatever the priors say of it; the priors order the untried arms among themselves.
+    arm.bonus = arm.n_local > 0 ? config.exploration * std::sqrt(std::log(total_pulls + 1) / n)
+                                : std::numeric_limits<double>::infinity();
     arm.score = arm.removed ? -std::numeric_limits<double>::infinity() : arm.mean + arm.bonus;
   }
   std::stable_sort(selection.arms.begin(), selection.arms.end(),
-                   [](const ArmScore& a, const ArmScore& b) { return a.score > b.score; });
+                   [](const ArmScore& a, const ArmScore& b) {
+                     if (a.score != b.score) return a.score > b.score;
+                     return std::isinf(a.score) && a.score > 0 && a.mean > b.mean;
+                   });
   if (!selection.arms.empty() && !selection.arms.front().removed) {
     selection.technique_id = selection.arms.front().technique_id;
   }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,8 @@ from conftest import WORKER_DIR, eval_request, evaluate, problem, worker_env
 from mblast_builtin import TRANSFORMS, make_candidate, make_candidate_over
 
 SEED_TRANSFORMS = {"cuda_graph", "torch_compile", "torch_compile_max_autotune", "torch_compile_cudagraphs",
-                   "channels_last", "cudnn_benchmark", "tf32", "bf16_autocast", "reference"}
+                   "torch_compile_max_autotune_cd", "channels_last", "cudnn_benchmark", "tf32", "bf16_autocast",
+                   "reference"}
 
 
 def candidate_for(transform: str, problem_name: str, tmp_path: Path) -> str:
@@ -64,6 +66,26 @@ def test_transform_over_a_candidate_keeps_its_source_and_wraps_its_model(tmp_pat
     assert bases[:3] == ["ModelNew", "ModelNew", "Model"]  # cudnn over channels-last over Model
     resp = evaluate(eval_request(problem("conv_small"), str(path)), tmp_path)
     assert resp["correct"] is True, (resp["error"], resp["flags"])
+
+
+def test_a_composition_applies_its_steps_in_order(tmp_path: Path) -> None:
+    source = Path(problem("conv_small")).read_text()
+    composed = make_candidate(source, "channels_last+cudnn_benchmark")
+    assert composed == make_candidate_over(make_candidate(source, "channels_last"), "cudnn_benchmark")
+    path = tmp_path / "composed.py"
+    path.write_text(composed)
+    resp = evaluate(eval_request(problem("conv_small"), str(path)), tmp_path)
+    assert resp["correct"] is True, (resp["error"], resp["flags"])
+    with pytest.raises(ValueError, match="unknown built-in transform 'warp'"):
+        make_candidate(source, "channels_last+warp")
+
+
+def test_the_transforms_of_the_seed_catalogue_all_exist() -> None:
+    catalogue = json.loads((Path(__file__).resolve().parents[2] / "kb_schema" / "seed" / "techniques.json").read_text())
+    rows = catalogue if isinstance(catalogue, list) else catalogue["techniques"]
+    for row in rows:
+        if row.get("implementer") == "builtin" and row["id"].startswith("cuda/"):
+            make_candidate(Path(problem("relu_small")).read_text(), row["builtin"]["transform"])
 
 
 def test_transform_over_a_file_without_model_new_is_refused(tmp_path: Path) -> None:

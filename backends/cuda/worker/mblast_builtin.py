@@ -12,8 +12,14 @@ the seed catalogue's built-in techniques (kb_schema/seed/techniques.json):
   torch_compile_cudagraphs    torch.compile(mode="reduce-overhead")
   channels_last               model and 4-D inputs in channels-last memory format
   cudnn_benchmark             cuDNN autotuning during the forward (restored afterwards)
+  torch_compile_max_autotune_cd
+                              max-autotune-no-cudagraphs plus coordinate-descent tuning of every
+                              generated Triton kernel's launch configuration
   tf32                        TF32 matrix math during the forward (needs the precision policy's leave)
   bf16_autocast               autocast to bfloat16, outputs cast back (needs the policy's leave)
+
+Transforms compose: "A+B" applies A, then B over A's ModelNew (channels_last+torch_compile compiles
+the channels-last model; torch_compile+cuda_graph captures the compiled forward in a graph).
 
 Besides the problem's Model, a transform can wrap an existing candidate's ModelNew
 (`make_candidate_over`): the candidate's source is kept verbatim, so the CUDA sources in it still
@@ -155,6 +161,9 @@ _COMPILE_MODES = {
     "torch_compile": "",
     "torch_compile_max_autotune": ', mode="max-autotune-no-cudagraphs"',
     "torch_compile_cudagraphs": ', mode="reduce-overhead"',
+    # torch.compile takes a mode or options, not both: max-autotune-no-cudagraphs spelled out.
+    "torch_compile_max_autotune_cd": ', options={"max_autotune": True, "triton.cudagraphs": False, '
+                                     '"coordinate_descent_tuning": True}',
 }
 
 TRANSFORMS = tuple(sorted(set(_BODIES) - {"torch_compile"} | set(_COMPILE_MODES)))
@@ -168,18 +177,31 @@ def _body(transform: str) -> str:
     raise ValueError(f"unknown built-in transform {transform!r}; known: {', '.join(TRANSFORMS)}")
 
 
+def _steps(transform: str) -> list[str]:
+    steps = transform.split("+")
+    for step in steps:
+        _body(step)  # unknown names fail before anything is written
+    return steps
+
+
 def make_candidate(problem_source: str, transform: str) -> str:
-    """The candidate file for `transform` applied to the problem whose source is given."""
-    body = _body(transform)
-    return _HEADER.format(transform=transform, source=problem_source) + _HELPERS + body
+    """The candidate file for `transform` (one name, or names joined by '+', applied in order)
+    applied to the problem whose source is given."""
+    first, *rest = _steps(transform)
+    source = _HEADER.format(transform=first, source=problem_source) + _HELPERS + _body(first)
+    for step in rest:
+        source = make_candidate_over(source, step)
+    return source
 
 
 def make_candidate_over(candidate_source: str, transform: str) -> str:
     """The candidate file for `transform` applied to the ModelNew of an existing candidate."""
-    body = _body(transform)
     if "ModelNew" not in candidate_source:
         raise ValueError("the candidate defines no ModelNew to build on")
-    return candidate_source.rstrip("\n") + "\n" + _OVER_HEADER.format(transform=transform) + _HELPERS + body
+    for step in _steps(transform):
+        candidate_source = (candidate_source.rstrip("\n") + "\n" + _OVER_HEADER.format(transform=step) + _HELPERS
+                            + _body(step))
+    return candidate_source
 
 
 def main(argv: list[str]) -> int:
