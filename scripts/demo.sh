@@ -7,7 +7,9 @@
 #   DEMO_OUT    run directory (default: ./mblast-runs/demo-<time>)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+# The test script's configuration (warnings as errors), so that scripts/test.sh reuses this
+# build; only the binary: the tests are built by scripts/test.sh.
+MBLAST_WERROR=ON BUILD_TARGETS=mblast bash scripts/setup.sh
 mblast=${BUILD_DIR:-build}/mblast
 
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then

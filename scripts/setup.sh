@@ -3,7 +3,9 @@
 # Idempotent: when nothing is missing it only runs an incremental build.
 #   BUILD_DIR    build folder (default: build)
 #   BUILD_TYPE   CMake build type (default: RelWithDebInfo)
-#   MBLAST_WERROR=ON  treat compiler warnings as errors (the test script sets it)
+#   MBLAST_WERROR=ON  treat compiler warnings as errors (the demo and test scripts set it, so
+#                     that the test script reuses the demo's build instead of rebuilding it)
+#   BUILD_TARGETS     build only these targets (the demo: mblast)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,5 +60,7 @@ if [[ ! -f "$build_dir/build.ninja" ]]; then
 elif [[ -n "${MBLAST_WERROR:-}" ]]; then
   cmake "$build_dir" -DMBLAST_WERROR="$MBLAST_WERROR" >/dev/null
 fi
-cmake --build "$build_dir" --parallel "$(nproc)"
-echo "setup: built $build_dir/mblast"
+# BUILD_TARGETS (e.g. "mblast"): build only those; default: everything, the tests included.
+# shellcheck disable=SC2086 # a list of target names
+cmake --build "$build_dir" --parallel "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS}
+echo "setup: built ${BUILD_TARGETS:-everything} in $build_dir"

@@ -132,6 +132,17 @@ TEST_F(EvalCli, HangingCandidateIsKilledAtTheTimeout) {
   EXPECT_EQ(json["error_kind"], "timeout");
 }
 
+TEST_F(EvalCli, AHangOnTheCpuIsStoppedWithinTwoMinutesByDefault) {
+  auto result = eval("problems/relu_small.py", "candidates/cpu/hang.py", {"--no-timing"});
+  ASSERT_FALSE(result.timed_out) << "still running after 120 s";
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  auto json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["error_kind"], "timeout");
+  EXPECT_NE(json["error"].get<std::string>().find("compile allowance (90.0 s)"), std::string::npos)
+      << json["error"];
+  EXPECT_LT(result.wall_seconds, 120.0);
+}
+
 TEST_F(EvalCli, UnusableProblemExitsTwoNamingTheFileAndCause) {
   auto result = eval("problems/broken_syntax.py", "candidates/cpu/correct_relu.py");
   EXPECT_EQ(result.exit_code, 2);

@@ -232,7 +232,7 @@ nlohmann::json eval_request(const EvalOptions& options, const fs::path& candidat
 CallLimits call_limits(const EvalOptions& options) {
   CallLimits limits;
   limits.total = options.timeout;
-  limits.compile = options.compile_timeout;
+  limits.compile = compile_allowance(options);
   limits.until = options.until;
   return limits;
 }

@@ -381,7 +381,7 @@ EvalOptions eval_options_from_json(const json& j) {
   o.compile_baseline = j.value("compile_baseline", o.compile_baseline);
   o.profile = j.value("profile", o.profile);
   o.timeout = std::chrono::seconds(j.value("timeout_s", std::int64_t{0}));
-  o.compile_timeout = std::chrono::seconds(j.value("compile_timeout_s", std::int64_t{300}));
+  o.compile_timeout = std::chrono::seconds(j.value("compile_timeout_s", std::int64_t{0}));
   o.cache_dir = j.value("cache_dir", std::string());
   return o;
 }

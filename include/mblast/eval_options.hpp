@@ -32,7 +32,9 @@ struct EvalOptions {
   // eager's time, after compile_timeout for its import and first call); else this caps each
   // worker request in all.
   std::chrono::seconds timeout{0};
-  std::chrono::seconds compile_timeout{300};
+  // The candidate's import and first call (JIT builds, torch.compile); 0: the device's default,
+  // compile_allowance() below.
+  std::chrono::seconds compile_timeout{0};
   std::optional<std::chrono::steady_clock::time_point> until;  // a run's --time-limit
   std::filesystem::path cache_dir;  // reference outputs and CUDA builds; empty: ~/.cache/mblast
   // The backend's own options by key (BackendTraits::options: "vlen", "remote", ...); a key
@@ -49,6 +51,12 @@ struct EvalOptions {
     return timeout.count() > 0 ? timeout : std::chrono::seconds(600);
   }
 };
+// What a candidate's import and first call may take: compile_timeout when given, else 90 s on the
+// CPU (a hang there is stopped within two minutes) and 300 s on a GPU (max-autotune compiles).
+inline std::chrono::seconds compile_allowance(const EvalOptions& options) {
+  if (options.compile_timeout.count() > 0) return options.compile_timeout;
+  return std::chrono::seconds(options.device == "cpu" ? 90 : 300);
+}
 
 // The cache folder used when EvalOptions::cache_dir is empty.
 std::filesystem::path default_cache_dir();

@@ -41,8 +41,8 @@ struct OptimizeOptions {
   int verify_seeds = 5;
   int timing_runs = 100;        // at most; CUDA times fewer where they would exceed about 0.4 s
   bool timing_autograd = true;  // EvalOptions::timing_autograd
-  std::chrono::seconds eval_timeout{0};  // 0: derived from the reference (EvalOptions::timeout)
-  std::chrono::seconds compile_timeout{300};
+  std::chrono::seconds eval_timeout{0};     // 0: derived from the reference (EvalOptions::timeout)
+  std::chrono::seconds compile_timeout{0};  // 0: the device's default (compile_allowance)
   std::filesystem::path kb;
   std::filesystem::path out;  // the run directory; empty: ./mblast-runs/<task>-<time>
   std::filesystem::path cache_dir;

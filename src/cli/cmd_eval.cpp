@@ -28,7 +28,7 @@ struct EvalCommand {
   bool no_timing = false;
   bool no_grad_timing = false;
   int timeout_s = 0;
-  int compile_timeout_s = 300;
+  int compile_timeout_s = 0;
   int prestart = 1;
   std::string export_path;
   bool json = false;
@@ -240,9 +240,9 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
       ->check(CLI::NonNegativeNumber);
   eval->add_option(
           "--compile-timeout", c->compile_timeout_s,
-          "Seconds a candidate's import and first call may take (JIT builds, torch.compile; "
-          "default 300)")
-      ->check(CLI::PositiveNumber);
+          "Seconds a candidate's import and first call may take (JIT builds, torch.compile); "
+          "default 90 on the CPU, 300 on a GPU")
+      ->check(CLI::NonNegativeNumber);
   eval->add_option(
       "--cache-dir", c->cache_dir,
       "Reference and build cache (default: $XDG_CACHE_HOME/mblast or ~/.cache/mblast)");
