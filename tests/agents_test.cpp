@@ -271,6 +271,7 @@ CriticContext golden_critic() {
   first.time_before_ms = 0.0583;
   first.time_after_ms = 0.0482;
   first.speedup = 0.0583 / 0.0482;
+  first.speedup_before = 1.0;
   TrajectoryStep second;
   second.step = 2;
   second.state_id = "launch-bound/many-small-kernels";
@@ -279,6 +280,7 @@ CriticContext golden_critic() {
   second.time_before_ms = 0.0482;
   second.time_after_ms = 0.0412;
   second.speedup = 0.0583 / 0.0412;
+  second.speedup_before = first.speedup;
   second.profile_deltas = {{"kernel_count", 9, 6}, {"launch_overhead_fraction", 0.47, 0.31}};
   c.trajectory = {first, second};
   c.states = {golden_state()};
@@ -849,6 +851,9 @@ TEST(AgentsCritic, RuleBasedCriticAccumulatesOnOneClaim) {
     s.outcome = outcome;
     s.time_before_ms = before;
     s.time_after_ms = after;
+    // Each speedup over the eager time of its own run: the step's gain is their ratio.
+    s.speedup_before = 1.0;
+    if (before && after) s.speedup = *before / *after;
     s.error = outcome == "correct" ? "" : "RuntimeError: capture failed: operation not permitted";
     c.trajectory.push_back(s);
     AttemptRow attempt;
@@ -908,6 +913,31 @@ TEST(AgentsCritic, RuleBasedCriticIsIdempotentPerAttempt) {
   auto twice = rule_based_critic(c, fixture.kb, fixture.attempt_id);
   ASSERT_EQ(once.accepted.size(), 1u);
   EXPECT_EQ(fixture.claim(once.accepted[0]["claim_id"].get<std::string>())->support, 1);
+}
+
+TEST(AgentsCritic, TheGainIsTheRatioOfSpeedupsNotOfTimesFromTwoRuns) {
+  // The case: times of two evaluations say 0.64x, the speedups (each over the eager time
+  // measured beside it) say 0.982x, within noise: no evidence either way.
+  CriticKb fixture;
+  CriticContext c;
+  c.task = "t";
+  c.hardware = "NVIDIA H200";
+  TrajectoryStep s;
+  s.state_id = "launch-bound";
+  s.technique_id = "cuda/builtin-cuda-graph";
+  s.outcome = "correct";
+  s.time_before_ms = 1.0;
+  s.time_after_ms = 1.5625;
+  s.speedup = 0.982;
+  s.speedup_before = 1.0;
+  c.trajectory = {s};
+  EXPECT_TRUE(rule_based_critic(c, fixture.kb, fixture.attempt_id).accepted.empty());
+  c.trajectory[0].speedup = 1.3;
+  c.trajectory[0].speedup_before = 1.04;  // 1.25x over the best before
+  const auto outcome = rule_based_critic(c, fixture.kb, fixture.attempt_id);
+  ASSERT_EQ(outcome.accepted.size(), 1u);
+  EXPECT_NE(outcome.accepted[0]["note"].get<std::string>().find("gave 1.25x"), std::string::npos)
+      << outcome.accepted[0]["note"];
 }
 
 // ---- State summary ----

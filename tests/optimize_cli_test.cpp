@@ -131,6 +131,43 @@ TEST_F(OptimizeCli, WithoutAnLlmItSaysSoAndTriesBuiltInsOnly) {
   EXPECT_FALSE(config["baseline"]["torch_version"].is_null());
 }
 
+double number_after(const std::string& text, const std::string& label) {
+  const auto at = text.find(label);
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(text.find_first_of("0123456789", at + label.size())));
+}
+
+TEST_F(OptimizeCli, EveryFigureOfTheBestAgreesWhereverItIsShown) {
+  const fs::path out = dir_ / "run";
+  const auto result =
+      run_mblast(args("problems/conv_small.py", out, {"--iterations", "1", "--steps", "2"}), env());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto run = nlohmann::json::parse(std::ifstream(out / "run.json"));
+  const double best = run["best_speedup"].get<double>();
+  // The printed pair is the one the speedup divides (eager beside the best, the best's time).
+  const double eager = number_after(result.out, "eager time");
+  const double best_ms = number_after(result.out, "best time");
+  ASSERT_GT(eager, 0) << result.out;
+  ASSERT_GT(best_ms, 0) << result.out;
+  EXPECT_NEAR(eager / best_ms, best, best * 0.002) << result.out;  // four printed decimals
+  EXPECT_NEAR(number_after(result.out, "best speedup"), best, 0.0006) << result.out;
+  EXPECT_NEAR(run["best_eager_ms"].get<double>() / run["best_ms"].get<double>(), best, 1e-9);
+  // Each step's speedup is the one of its candidate's judged result and of its KB attempt.
+  KnowledgeBase store(kb());
+  const auto attempts = store.query({.kind = "attempts"});
+  for (const auto& step : json_lines(out / "steps.jsonl")) {
+    if (!step["speedup"].is_number()) continue;
+    const auto stored = nlohmann::json::parse(std::ifstream(
+        (out / "candidates" / step["candidate"].get<std::string>()).replace_extension(".json")));
+    EXPECT_DOUBLE_EQ(step["speedup"].get<double>(), stored["speedup"].get<double>());
+    const auto attempt =
+        std::find_if(attempts.begin(), attempts.end(),
+                     [&](const nlohmann::json& a) { return a["id"] == step["attempt_id"]; });
+    ASSERT_NE(attempt, attempts.end());
+    EXPECT_DOUBLE_EQ((*attempt)["speedup"].get<double>(), step["speedup"].get<double>());
+  }
+}
+
 TEST_F(OptimizeCli, KillNineThenResumeFinishesWithoutRepeatingAnEvaluation) {
   const fs::path out = dir_ / "run";
   {

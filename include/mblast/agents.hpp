@@ -122,7 +122,13 @@ struct TrajectoryStep {
   std::optional<double> speedup;         // over the eager reference
   std::string error;                     // trimmed when rendered
   std::vector<MetricDelta> profile_deltas;
+  // The best's speedup over eager before this step. The gain of a step is speedup /
+  // speedup_before: each over the eager time measured beside it, never two runs' times mixed.
+  std::optional<double> speedup_before;
 };
+
+// speedup / speedup_before for a step with both; its speedup when nothing came before.
+std::optional<double> step_gain(const TrajectoryStep& step);
 
 struct CriticContext {
   std::string task;

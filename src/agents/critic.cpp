@@ -97,6 +97,12 @@ CriticOutcome run_critic(LlmClient& client, const CriticContext& context, Knowle
   return apply_critic(ask_critic(client, context, kb), kb, attempt_id, context.backend);
 }
 
+std::optional<double> step_gain(const TrajectoryStep& step) {
+  if (!step.speedup) return std::nullopt;
+  if (step.speedup_before && *step.speedup_before > 0) return *step.speedup / *step.speedup_before;
+  return step.speedup;
+}
+
 // Support at a 2% gain, refute on a failure or a 2% loss: timing noise is about that size.
 CriticOutcome rule_based_critic(const CriticContext& context, KnowledgeBase& kb,
                                 const std::string& attempt_id) {
@@ -115,10 +121,7 @@ CriticOutcome rule_based_critic(const CriticContext& context, KnowledgeBase& kb,
     if (!error.empty()) note += ": " + error;
     direction = "refute";
   } else {
-    std::optional<double> gain = step.speedup;
-    if (step.time_before_ms && step.time_after_ms && *step.time_after_ms > 0) {
-      gain = *step.time_before_ms / *step.time_after_ms;
-    }
+    const std::optional<double> gain = step_gain(step);
     if (!gain || (*gain >= kLoss && *gain < kGain)) return outcome;
     direction = *gain >= kGain ? "support" : "refute";
     note = step_note(context, step, "gave " + agents::format_speedup(*gain));

@@ -39,11 +39,10 @@ TemplateData step_data(const TrajectoryStep& step, std::size_t index, bool curre
   item.set("outcome", step.outcome);
   item.set("time_before", agents::format_optional_ms(step.time_before_ms));
   item.set("time_after", agents::format_optional_ms(step.time_after_ms));
-  bool has_ratio = step.outcome == "correct" && step.time_before_ms && step.time_after_ms &&
-                   *step.time_after_ms > 0;
+  const auto gain = step.speedup_before ? step_gain(step) : std::nullopt;
+  const bool has_ratio = step.outcome == "correct" && gain.has_value();
   item.set("has_step_ratio", has_ratio);
-  item.set("step_ratio",
-           has_ratio ? agents::format_speedup(*step.time_before_ms / *step.time_after_ms) : "");
+  item.set("step_ratio", has_ratio ? agents::format_speedup(*gain) : "");
   item.set("has_speedup", step.outcome == "correct" && step.speedup.has_value());
   item.set("speedup", step.speedup ? agents::format_speedup(*step.speedup) : "");
   item.set("has_deltas", !step.profile_deltas.empty());

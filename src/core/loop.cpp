@@ -384,6 +384,7 @@ TrajectoryStep Loop::trajectory_step(int global, const Choice& choice, const Eva
                         final.result.error.value_or(""),
                         profile_deltas(current_.signature, final.result.signature)};
   if (scored.correct) judged.time_after_ms = final.result.cand_ms;
+  judged.speedup_before = current_.speedup;
   return judged;
 }
 
@@ -696,6 +697,9 @@ nlohmann::json Loop::finish(const std::string& status, const std::string& reason
        baseline_.speedup_baseline.empty() ? std::string("eager") : baseline_.speedup_baseline},
       {"baselines", baseline_.baselines.is_null() ? nlohmann::json::array() : baseline_.baselines},
       {"best_ms", best_ && best_->time_ms ? nlohmann::json(*best_->time_ms) : nlohmann::json()},
+      // The eager time measured beside the best, over which best_speedup is reckoned.
+      {"best_eager_ms",
+       best_ && best_->baseline_ms ? nlohmann::json(*best_->baseline_ms) : nlohmann::json()},
       {"compile_ms", or_null(baseline_.compile_ms)},
       {"speedup_vs_compile", nlohmann::json()},
       {"tokens", tokens},
