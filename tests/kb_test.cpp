@@ -314,6 +314,58 @@ TEST(KnowledgeBase, MergeUpgradesAnOldSourceWithoutTouchingIt) {
   EXPECT_EQ(raw.scalar_int("PRAGMA user_version"), 1);
 }
 
+TEST(KnowledgeBase, AMergeIsAllOrNothing) {
+  TempDir dir;
+  {
+    KnowledgeBase a(dir / "a.sqlite");
+    fill(a, "A", attempt("one", "memory-bound", first_technique(a, "cuda"), 0.7, 9));
+  }
+  {
+    std::ofstream corrupt(dir / "corrupt.sqlite");
+    corrupt << "this is not a database, but longer than a header would be........................"
+               "..................................................................\n";
+  }
+  {
+    KnowledgeBase newer(dir / "newer.sqlite");
+    newer.db().exec("PRAGMA user_version = 999");
+  }
+  // A corrupt or newer input, after a good one: no output appears at all.
+  for (const char* bad : {"corrupt.sqlite", "newer.sqlite"}) {
+    EXPECT_THROW(merge_knowledge_bases(dir / "fresh.sqlite", {dir / "a.sqlite", dir / bad}), Error)
+        << bad;
+    EXPECT_FALSE(std::filesystem::exists(dir / "fresh.sqlite")) << bad;
+  }
+  // Into an existing output: unchanged by the failed merge, and no staged file left beside it.
+  merge_knowledge_bases(dir / "out.sqlite", {dir / "a.sqlite"});
+  std::string before;
+  {
+    KnowledgeBase out(dir / "out.sqlite");
+    before = export_text(out);
+  }
+  {
+    KnowledgeBase b(dir / "b.sqlite");
+    fill(b, "B", attempt("two", "memory-bound", first_technique(b, "cuda"), 0.5, 9));
+  }
+  EXPECT_THROW(
+      merge_knowledge_bases(dir / "out.sqlite", {dir / "b.sqlite", dir / "corrupt.sqlite"}), Error);
+  {
+    KnowledgeBase out(dir / "out.sqlite");
+    EXPECT_EQ(export_text(out), before);
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    EXPECT_EQ(entry.path().filename().string().find(".merging-"), std::string::npos)
+        << entry.path();
+  }
+  EXPECT_THROW(merge_knowledge_bases(dir / "out.sqlite", {dir / "out.sqlite"}), Error);
+  // All inputs good: everything goes in.
+  const auto results = merge_knowledge_bases(dir / "out.sqlite", {dir / "b.sqlite"});
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_GT(results[0].inserted, 0);
+  KnowledgeBase out(dir / "out.sqlite");
+  EXPECT_NE(export_text(out), before);
+  EXPECT_EQ(out.integrity_check(), "ok");
+}
+
 TEST(KnowledgeBase, ExportImportRoundTripIsExact) {
   TempDir dir;
   KnowledgeBase a(dir / "a.sqlite");

@@ -207,6 +207,8 @@ class KnowledgeBase {
   ImportResult import_jsonl(std::istream& in);
   // Folds another KB file into this one; rows already present are skipped.
   ImportResult merge_from(const std::filesystem::path& other);
+  // A consistent copy of this KB in a new file (SQLite's VACUUM INTO), whatever its journal holds.
+  void copy_to(const std::filesystem::path& file) const;
 
   std::string integrity_check() const;  // "ok" or SQLite's report
 
@@ -220,5 +222,12 @@ class KnowledgeBase {
 
 // $MBLAST_KB, else $XDG_DATA_HOME/mblast/kb.sqlite, else ~/.local/share/mblast/kb.sqlite.
 std::filesystem::path default_kb_path();
+
+// Folds `inputs` into the KB at `out` all or nothing: every input is checked first, and the merge
+// runs in a copy beside `out` that replaces it (or becomes it) only once every input went in. A
+// failure leaves `out` as it was, or absent if it was. Do not merge into a KB another process has
+// open.
+std::vector<ImportResult> merge_knowledge_bases(const std::filesystem::path& out,
+                                                const std::vector<std::filesystem::path>& inputs);
 
 }  // namespace mblast

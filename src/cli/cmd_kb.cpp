@@ -251,7 +251,8 @@ void register_kb(CLI::App& app, Globals& globals, Action& action) {
 
   auto* merge = kb_command->add_subcommand(
       "merge",
-      "Combine knowledge bases into OUT without duplicates (rows are identified by content)");
+      "Combine knowledge bases into OUT without duplicates (rows are identified by content); all "
+      "or nothing: OUT is replaced only once every input went in");
   merge->add_option("INPUTS", o->merge_inputs, "Knowledge base files to fold in")
       ->required()
       ->check(CLI::ExistingFile);
@@ -263,10 +264,13 @@ void register_kb(CLI::App& app, Globals& globals, Action& action) {
   add_json_flag(merge, o->merge_json);
   merge->callback([&action, o] {
     action = [o] {
-      KnowledgeBase out(o->merge_out);
+      const std::vector<std::filesystem::path> inputs(o->merge_inputs.begin(),
+                                                      o->merge_inputs.end());
+      const auto results = merge_knowledge_bases(o->merge_out, inputs);
       nlohmann::json report = nlohmann::json::array();
-      for (const auto& input : o->merge_inputs) {
-        auto result = out.merge_from(input);
+      for (std::size_t i = 0; i < results.size(); ++i) {
+        const auto& input = o->merge_inputs[i];
+        const auto& result = results[i];
         report.push_back({{"input", input}, {"read", result.read}, {"inserted", result.inserted}});
         if (!o->merge_json) {
           std::cout << input << ": " << result.inserted << " new rows of " << result.read << "\n";

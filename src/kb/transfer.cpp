@@ -1,6 +1,7 @@
 // Export, import and merge. Rows are keyed by slug or content hash, so every operation here is
 // idempotent: importing or merging the same data twice adds nothing.
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <istream>
 #include <map>
@@ -117,6 +118,73 @@ ImportResult KnowledgeBase::import_jsonl(std::istream& in) {
   return result;
 }
 
+namespace {
+
+// The schema version of a KB file to merge from; throws for anything that cannot be merged.
+int mergeable_version(const std::filesystem::path& other) {
+  int version = 0;
+  {
+    sql::Db probe(other, sql::Db::Mode::read_only);
+    version = static_cast<int>(probe.scalar_int("PRAGMA user_version"));
+  }
+  if (version == 0) {
+    throw input_error(other.string() + " is not an mblast knowledge base (no schema)",
+                      "give the files `mblast kb init` or `mblast optimize` wrote");
+  }
+  if (version >= KnowledgeBase::latest_schema_version()) {
+    KnowledgeBase check(
+        other, KnowledgeBase::Options{.read_only = true, .target_version = 0, .seed = false});
+  }
+  return version;
+}
+
+void remove_sqlite_files(const std::filesystem::path& file) {
+  std::error_code ec;
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    std::filesystem::remove(file.string() + suffix, ec);
+  }
+}
+
+}  // namespace
+
+void KnowledgeBase::copy_to(const std::filesystem::path& file) const {
+  db_->prepare("VACUUM INTO ?").bind(1, file.string()).run();
+}
+
+std::vector<ImportResult> merge_knowledge_bases(const std::filesystem::path& out,
+                                                const std::vector<std::filesystem::path>& inputs) {
+  namespace fs = std::filesystem;
+  for (const auto& input : inputs) {
+    std::error_code ec;
+    if (fs::exists(out) && fs::equivalent(input, out, ec)) {
+      throw input_error("cannot merge " + input.string() + " into itself",
+                        "name another output with -o");
+    }
+    mergeable_version(input);
+  }
+  const fs::path staged =
+      (out.has_parent_path() ? out.parent_path() : fs::path(".")) /
+      ("." + out.filename().string() + ".merging-" + std::to_string(static_cast<long>(::getpid())));
+  remove_sqlite_files(staged);
+  std::vector<ImportResult> results;
+  try {
+    {
+      if (fs::exists(out)) {
+        sql::Db existing(out, sql::Db::Mode::read_only);
+        existing.prepare("VACUUM INTO ?").bind(1, staged.string()).run();
+      }
+      KnowledgeBase kb(staged);
+      for (const auto& input : inputs) results.push_back(kb.merge_from(input));
+    }
+    fs::rename(staged, out);
+  } catch (...) {
+    remove_sqlite_files(staged);
+    throw;
+  }
+  remove_sqlite_files(staged);  // a journal the closed connection left
+  return results;
+}
+
 ImportResult KnowledgeBase::merge_from(const std::filesystem::path& other) {
   namespace fs = std::filesystem;
   if (fs::equivalent(other, path_)) {
@@ -127,14 +195,7 @@ ImportResult KnowledgeBase::merge_from(const std::filesystem::path& other) {
   fs::path source = other;
   fs::path upgraded;
   {
-    int version = 0;
-    {
-      sql::Db probe(other, sql::Db::Mode::read_only);
-      version = static_cast<int>(probe.scalar_int("PRAGMA user_version"));
-    }
-    if (version == 0) {
-      throw input_error(other.string() + " is not an mblast knowledge base (no schema)");
-    }
+    const int version = mergeable_version(other);
     if (version < latest_schema_version()) {
       upgraded =
           fs::temp_directory_path() /
@@ -143,8 +204,6 @@ ImportResult KnowledgeBase::merge_from(const std::filesystem::path& other) {
       KnowledgeBase migrated(upgraded,
                              Options{.read_only = false, .target_version = 0, .seed = false});
       source = upgraded;
-    } else {
-      KnowledgeBase check(other, Options{.read_only = true, .target_version = 0, .seed = false});
     }
   }
 
