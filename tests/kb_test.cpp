@@ -395,6 +395,15 @@ TEST(KnowledgeBase, ExportImportRoundTripIsExact) {
   auto attempts_before = b.db().scalar_int("SELECT count(*) FROM attempts");
   EXPECT_THROW(b.import_jsonl(broken), Error);
   EXPECT_EQ(b.db().scalar_int("SELECT count(*) FROM attempts"), attempts_before);
+
+  // A row without a required field is named by its line, table and field, not by SQLite's text.
+  std::istringstream missing("\n{\"table\": \"attempts\", \"row\": {\"id\": \"x\"}}\n");
+  const Error e = testing::error_of([&] { b.import_jsonl(missing); });
+  EXPECT_EQ(e.code(), ExitCode::bad_input);
+  EXPECT_NE(std::string(e.what()).find("line 2 of the import: the attempts row has no '"),
+            std::string::npos)
+      << e.what();
+  EXPECT_EQ(std::string(e.what()).find("constraint"), std::string::npos) << e.what();
 }
 
 TEST(KnowledgeBase, TwoProcessesWritingAtOnceLoseNothing) {

@@ -346,6 +346,20 @@ TEST_F(OptimizeCli, BadInputExitsTwoWithAFix) {
     EXPECT_NE(result.err.find(c.says), std::string::npos) << result.err;
     EXPECT_NE(result.err.find("fix:"), std::string::npos) << result.err;
   }
+  // None of them left a run directory behind.
+  EXPECT_FALSE(fs::exists(out)) << "the unknown technique's --out";
+  EXPECT_FALSE(fs::exists(dir_ / "b")) << "the broken problem's --out";
+}
+
+TEST_F(OptimizeCli, ACorruptKbLeavesNoRunDirectory) {
+  std::ofstream(dir_ / "corrupt.sqlite") << std::string(4096, 'x');
+  const fs::path out = dir_ / "run";
+  auto a = args("problems/conv_small.py", out);
+  a[1] = (dir_ / "corrupt.sqlite").string();  // --kb
+  const auto result = run_mblast(a, env());
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("fix:"), std::string::npos) << result.err;
+  EXPECT_FALSE(fs::exists(out));
 }
 
 }  // namespace

@@ -87,13 +87,25 @@ nlohmann::json optimize(OptimizeOptions options, const ProgressFn& progress) {
   if (options.out.empty()) options.out = default_run_dir(options);
   if (options.kb.empty()) options.kb = default_kb_path();
   options.kb = fs::absolute(options.kb);
+  { KnowledgeBase check(options.kb); }  // a corrupt or newer KB fails before any run exists
+  const bool existed = fs::exists(options.out);
   RunDir run = RunDir::create(options.out);
   options.out = run.path();
   nlohmann::json config = {{"options", options_to_json(options)},
                            {"mblast_version", MBLAST_VERSION},
                            {"created_at", utc_now()}};
-  run.write_config(config);
-  return run_loop(options, run, progress);
+  try {
+    run.write_config(config);
+    return run_loop(options, run, progress);
+  } catch (const Error& e) {
+    // Bad input (a broken problem, an unknown technique, a reference that fails its own checks)
+    // leaves nothing behind: no half-written run for `mblast report` to count.
+    if (e.code() == ExitCode::bad_input && !existed && run.steps().empty()) {
+      std::error_code ec;
+      fs::remove_all(run.path(), ec);
+    }
+    throw;
+  }
 }
 
 nlohmann::json resume_optimize(const fs::path& run_dir, const nlohmann::json& overrides,

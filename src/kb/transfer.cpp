@@ -25,6 +25,17 @@ std::vector<std::string> table_columns(sql::Db& db, std::string_view table,
   return columns;
 }
 
+// Columns a row must carry: NOT NULL without a default (SQLite would otherwise answer with its
+// own constraint text).
+std::vector<std::string> required_columns(sql::Db& db, std::string_view table) {
+  auto stmt = db.prepare(
+      "SELECT name FROM pragma_table_info(?1) WHERE \"notnull\" = 1 AND dflt_value IS NULL");
+  stmt.bind(1, std::string(table));
+  std::vector<std::string> columns;
+  while (stmt.step()) columns.push_back(stmt.get_text(0));
+  return columns;
+}
+
 // Derived columns are recomputed by triggers from the rows they derive from.
 bool is_derived(std::string_view table, const std::string& column) {
   return table == "claims" && (column == "support" || column == "refute");
@@ -53,12 +64,14 @@ void KnowledgeBase::export_jsonl(std::ostream& out) const {
 ImportResult KnowledgeBase::import_jsonl(std::istream& in) {
   struct Insert {
     std::vector<std::string> columns;
+    std::vector<std::string> required;
     std::unique_ptr<sql::Stmt> stmt;
   };
   std::map<std::string, Insert> inserts;
   for (const auto& table : kb::transferable_tables()) {
     Insert insert;
     insert.columns = table_columns(*db_, table.name);
+    insert.required = required_columns(*db_, table.name);
     std::vector<std::string> placeholders(insert.columns.size(), "?");
     insert.stmt = std::make_unique<sql::Stmt>(
         *db_, "INSERT INTO " + std::string(table.name) + " (" + join(insert.columns) +
@@ -93,6 +106,15 @@ ImportResult KnowledgeBase::import_jsonl(std::istream& in) {
       }
       const auto& row = record["row"];
       auto& [table, insert] = *found;
+      for (const auto& column : insert.required) {
+        if (is_derived(table, column)) continue;
+        if (auto value = row.find(column); value == row.end() || value->is_null()) {
+          throw input_error(where + ": the " + table + " row has no '" + column +
+                                "', which every " + table + " row needs",
+                            "import files are written by `mblast kb export`; add the field or "
+                            "export the rows again");
+        }
+      }
       for (std::size_t i = 0; i < insert.columns.size(); ++i) {
         const auto& column = insert.columns[i];
         int index = static_cast<int>(i) + 1;
