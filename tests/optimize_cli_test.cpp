@@ -351,6 +351,23 @@ TEST_F(OptimizeCli, BadInputExitsTwoWithAFix) {
   EXPECT_FALSE(fs::exists(dir_ / "b")) << "the broken problem's --out";
 }
 
+TEST_F(OptimizeCli, ResumeRefusesOptionsItCannotChange) {
+  const fs::path out = dir_ / "run";
+  const auto first =
+      run_mblast(args("problems/conv_small.py", out, {"--iterations", "1", "--steps", "1"}), env());
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto config_before = nlohmann::json::parse(std::ifstream(out / "config.json"));
+  const auto refused = run_mblast({"--kb", kb().string(), "optimize", "--resume", out.string(),
+                                   "--backend", "opencl", "--atol", "0.01", "--steps", "2"},
+                                  env());
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("these cannot change: --backend, --atol"), std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("fix:"), std::string::npos) << refused.err;
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(out / "config.json")), config_before);
+  EXPECT_EQ(json_lines(out / "steps.jsonl").size(), 1u);
+}
+
 TEST_F(OptimizeCli, ACorruptKbLeavesNoRunDirectory) {
   std::ofstream(dir_ / "corrupt.sqlite") << std::string(4096, 'x');
   const fs::path out = dir_ / "run";

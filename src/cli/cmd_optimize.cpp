@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -177,6 +178,28 @@ void print_summary(const nlohmann::json& r) {
   std::cout << format_table(rows, {{"what", "", 24}, {"value", "", 120}});
 }
 
+// A resumed run keeps its recorded options but for its budgets and its LLM: any other option
+// given with --resume is an error, never silently dropped.
+void reject_fixed_options_on_resume(const CLI::App& cmd, const std::string& run_dir) {
+  static const std::set<std::string> changeable = {
+      "--resume",     "--iterations", "--steps",    "--max-evaluations",
+      "--time-limit", "--max-tokens", "--max-cost", "--llm",
+      "--json",       "--help"};
+  std::string fixed;
+  for (const CLI::Option* option : cmd.get_options()) {
+    if (option->count() == 0) continue;
+    const std::string name = option->get_name();
+    if (changeable.count(name)) continue;
+    fixed += (fixed.empty() ? "" : ", ") + name;
+  }
+  if (fixed.empty()) return;
+  throw input_error("--resume continues the run with its recorded options; these cannot change: " +
+                        fixed + " (budgets and --llm can)",
+                    "drop them, or start a new run with other options: `mblast optimize PROBLEM "
+                    "--out NEW_DIR ...` (the recorded ones are in " +
+                        run_dir + "/config.json)");
+}
+
 extern "C" void on_stop_signal(int) {
   request_optimize_stop();
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
@@ -282,6 +305,7 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
           throw input_error("--resume takes no PROBLEM: the run directory names it",
                             "run `mblast optimize --resume " + c->resume + "`");
         }
+        reject_fixed_options_on_resume(*cmd, c->resume);
         nlohmann::json overrides = nlohmann::json::object();
         const auto given = [&](const char* flag) { return cmd->count(flag) > 0; };
         if (given("--iterations")) overrides["iterations"] = o.iterations;
