@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -42,6 +44,42 @@ TEST(Cli, BadUsageExitsTwoWithAMessage) {
     EXPECT_EQ(result.exit_code, 2) << joined << "\n" << result.err;
     EXPECT_NE(result.err.find("fix:"), std::string::npos) << joined << "\n" << result.err;
     EXPECT_TRUE(result.out.empty()) << joined;
+  }
+}
+
+TEST(Cli, EachBadInputSaysWhatWasWrong) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "a_directory");
+  const std::string problem = std::string(MBLAST_SOURCE_DIR) + "/tests/problems/relu_small.py";
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"kb", "query", "--limit", "0"}, "--limit: must be greater than 0, got 0"},
+      {{"optimize", problem, "--max-evaluations", "0"},
+       "--max-evaluations: must be greater than 0"},
+      {{"optimize", problem, "--time-limit", "0"}, "--time-limit: must be greater than 0, got 0"},
+      {{"eval", problem, "--candidate", problem, "--atol", "-1"}, "--atol: must be greater than 0"},
+      {{"eval", problem, "--candidate", problem, "--timeout", "-5"},
+       "--timeout: must be 0 or more, got -5"},
+      {{"eval", problem, "--candidate", problem, "--rtol", "x"},
+       "--rtol: expects a number, got 'x'"},
+      {{"optimise"}, "no command 'optimise' (did you mean optimize?)"},
+      {{"kb", "quer"}, "no command 'kb quer' (did you mean kb query?)"},
+      {{"frobnicate"}, "no command 'frobnicate'; the commands are: optimize"},
+      {{"kb"}, "`mblast kb` needs a command: init, query"},
+      {{"kb", "stats", "--kb", (dir / "a_directory").string()}, "is a directory, not a file"},
+  };
+  for (const auto& c : cases) {
+    auto args = c.args;
+    if (std::find(args.begin(), args.end(), "--kb") == args.end()) args = with_kb(dir, args);
+    const auto result = run_mblast(args);
+    EXPECT_EQ(result.exit_code, 2) << c.says << "\n" << result.err;
+    EXPECT_NE(result.err.find(c.says), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("fix:"), std::string::npos) << result.err;
+    EXPECT_EQ(result.err.find("internal error"), std::string::npos) << result.err;
+    EXPECT_EQ(result.err.find("179769313486"), std::string::npos) << result.err;
   }
 }
 
@@ -175,6 +213,37 @@ TEST(Cli, CorruptKbExitsTwoAndNamesTheFile) {
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find((dir / "kb.sqlite").string()), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("fix:"), std::string::npos);
+}
+
+TEST(Cli, AReadOnlyKbCanBeQueried) {
+  TempDir dir;
+  auto path = dir / "kb.sqlite";
+  ASSERT_EQ(run_mblast(with_kb(dir, {"kb", "init"})).exit_code, 0);
+  std::filesystem::permissions(dir.path(), std::filesystem::perms::all);  // others may enter
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read |
+                                         std::filesystem::perms::group_read |
+                                         std::filesystem::perms::others_read);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"kb", "query", "--kind", "states", "--json"},
+        std::vector<std::string>{"kb", "stats"}, std::vector<std::string>{"kb", "export"}}) {
+    std::vector<std::string> full = args;
+    full.insert(full.end(), {"--kb", path.string()});
+    ProcessResult result;
+    if (::geteuid() == 0) {
+      auto setpriv = find_program("setpriv");
+      if (!setpriv) GTEST_SKIP() << "running as root and setpriv (util-linux) is missing";
+      ProcessSpec spec;
+      spec.argv = {setpriv->string(), "--reuid=65534", "--regid=65534", "--clear-groups",
+                   testing::mblast_binary()};
+      spec.argv.insert(spec.argv.end(), full.begin(), full.end());
+      spec.env = {{"HOME", dir.path().string()}};
+      result = run_process(spec);
+    } else {
+      result = run_mblast(full);
+    }
+    EXPECT_EQ(result.exit_code, 0) << args[1] << ": " << result.err;
+    EXPECT_FALSE(result.out.empty()) << args[1];
+  }
 }
 
 TEST(Cli, ReadOnlyKbExitsTwoWithAClearMessage) {

@@ -38,6 +38,17 @@ struct TargetFlags {
 };
 void add_target_options(CLI::App* command, const TargetFlags& flags);
 
+// Validators whose messages say what was wrong in words ("must be greater than 0, got 0"), not
+// CLI11's ranges over the largest double.
+CLI::Validator positive_number();
+CLI::Validator non_negative_number();
+
+// Why a command line chose no subcommand, with the nearest known name when a word is a typo or two
+// away ("no command 'optimise' (did you mean optimize?)"), or the commands a level needs one of
+// (missing_subcommand); empty when neither applies.
+std::string unknown_command_hint(const CLI::App& app, int argc, char** argv,
+                                 bool missing_subcommand);
+
 // Parses argv, runs the chosen subcommand, maps errors to exit codes (0 / 1 / 2).
 int run(int argc, char** argv);
 

@@ -219,9 +219,9 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
       ->check(CLI::Range(1, 1000));
   eval->add_option("--seed", c->options.seed, "First trial seed (default 1)");
   eval->add_option("--atol", c->options.atol, "Absolute tolerance (default 1e-4)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   eval->add_option("--rtol", c->options.rtol, "Relative tolerance (default 1e-4)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   eval->add_flag("--strict-tolerance", c->strict,
                  "Do not widen the tolerance to 1.5x PyTorch eager's own error");
   eval->add_flag("--allow-tf32", c->options.allow_tf32, "Allow TF32 matrix math in the candidate");
@@ -243,12 +243,12 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
                    "Seconds a candidate's worker may take in all before it is killed. Default: "
                    "derived from the reference, a minute plus 1000 x eager's time once the problem "
                    "is prepared (at most 600 s) and the candidate compiled (--compile-timeout)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   eval->add_option(
           "--compile-timeout", c->compile_timeout_s,
           "Seconds a candidate's import and first call may take (JIT builds, torch.compile); "
           "default 90 on the CPU, 300 on a GPU")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   eval->add_option(
       "--cache-dir", c->cache_dir,
       "Reference and build cache (default: $XDG_CACHE_HOME/mblast or ~/.cache/mblast)");

@@ -4,6 +4,8 @@
 #include <map>
 #include <memory>
 
+#include <unistd.h>
+
 #include "cli/app.hpp"
 #include "cli/table.hpp"
 #include "mblast/error.hpp"
@@ -12,6 +14,16 @@
 namespace mblast::cli {
 
 namespace {
+
+// Commands that only read open a KB the user may not write (shared, archived, on a read-only
+// mount) read-only, rather than failing on the upgrade and seed checks that write.
+KnowledgeBase open_for_reading(const std::filesystem::path& path) {
+  if (std::filesystem::is_regular_file(path) && ::access(path.c_str(), W_OK) != 0) {
+    return KnowledgeBase(
+        path, KnowledgeBase::Options{.read_only = true, .target_version = 0, .seed = false});
+  }
+  return KnowledgeBase(path);
+}
 
 const std::map<std::string, std::vector<Column>>& query_columns() {
   static const std::map<std::string, std::vector<Column>> columns = {
@@ -131,11 +143,11 @@ void register_kb(CLI::App& app, Globals& globals, Action& action) {
   q->add_option("--task", o->query.task, "Only this task (problem name)");
   q->add_option("--hardware", o->query.hardware, "Only this hardware, e.g. 'NVIDIA H200'");
   q->add_option("--limit", o->query.limit, "At most this many rows (default 50)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   add_json_flag(q, o->query_json);
   q->callback([&action, &globals, o] {
     action = [&globals, o] {
-      KnowledgeBase kb(globals.kb());
+      KnowledgeBase kb = open_for_reading(globals.kb());
       auto rows = kb.query(o->query);
       if (o->query_json) {
         print_json(rows);
@@ -154,7 +166,7 @@ void register_kb(CLI::App& app, Globals& globals, Action& action) {
   add_json_flag(show, o->show_json);
   show->callback([&action, &globals, o] {
     action = [&globals, o] {
-      KnowledgeBase kb(globals.kb());
+      KnowledgeBase kb = open_for_reading(globals.kb());
       auto found = kb.show(o->show_id);
       if (!found) {
         throw input_error("nothing in " + kb.path().string() + " has id '" + o->show_id + "'",
@@ -183,7 +195,7 @@ void register_kb(CLI::App& app, Globals& globals, Action& action) {
   add_json_flag(stats_command, o->stats_json);
   stats_command->callback([&action, &globals, o] {
     action = [&globals, o] {
-      KnowledgeBase kb(globals.kb());
+      KnowledgeBase kb = open_for_reading(globals.kb());
       auto stats = kb.stats();
       if (o->stats_json) {
         nlohmann::json rows = nlohmann::json::object();
@@ -210,7 +222,7 @@ void register_kb(CLI::App& app, Globals& globals, Action& action) {
   exp->add_option("-o,--output", o->export_out, "Output file (default: stdout)");
   exp->callback([&action, &globals, o] {
     action = [&globals, o] {
-      KnowledgeBase kb(globals.kb());
+      KnowledgeBase kb = open_for_reading(globals.kb());
       if (o->export_out.empty() || o->export_out == "-") {
         kb.export_jsonl(std::cout);
         return 0;

@@ -237,24 +237,24 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
                   "Only try this technique (repeat for several; ids from `mblast kb query --kind "
                   "techniques`)");
   cmd->add_option("--max-evaluations", c->max_evaluations, "Stop after this many evaluations")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--time-limit", c->time_limit,
                   "Stop after this many minutes; an evaluation still running then is stopped "
                   "and judged again on --resume")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--max-tokens", c->max_tokens, "Stop once LLM tokens (in + out) reach this")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--max-cost", c->max_cost,
                   "Stop once the LLM cost reaches this many USD (needs prices in the config)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--out", c->out, "Run directory (default ./mblast-runs/PROBLEM-TIME)");
   cmd->add_option("--resume", c->resume,
                   "Continue the run in this directory with its options; budgets given now "
                   "replace the recorded ones");
   cmd->add_option("--atol", c->options.atol, "Absolute tolerance (default 1e-4)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--rtol", c->options.rtol, "Relative tolerance (default 1e-4)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_flag("--strict-tolerance", c->options.strict_tolerance,
                 "Do not widen the tolerance to 1.5x PyTorch eager's own error");
   cmd->add_flag("--allow-tf32", c->options.allow_tf32, "Allow TF32 math (and the TF32 built-in)");
@@ -274,12 +274,12 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
                   "Seconds a candidate's worker may take in all before it is killed. Default: "
                   "derived from the reference, a minute plus 1000 x eager's time once the problem "
                   "is prepared (at most 600 s) and the candidate compiled (--compile-timeout)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   cmd->add_option(
          "--compile-timeout", c->compile_timeout_s,
          "Seconds a candidate's import and first call may take (JIT builds, torch.compile); "
          "default 90 on the CPU, 300 on a GPU")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   cmd->add_option("--cache-dir", c->cache_dir,
                   "Reference and build cache (default ~/.cache/mblast)");
   cmd->add_flag("--json", c->json, "Print the result object as JSON on stdout");

@@ -33,6 +33,10 @@ struct ReportCommand {
 
 void write_file(const fs::path& path, const std::string& text) {
   std::error_code ec;
+  if (fs::is_directory(path)) {
+    throw input_error(path.string() + " is a directory, not a file to write the page to",
+                      "give --html a file name, e.g. --html " + (path / "report.html").string());
+  }
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
   const fs::path partial = path.string() + ".partial";
   {

@@ -65,13 +65,20 @@ void check_options(const OptimizeOptions& o) {
   }
 }
 
+constexpr std::size_t kMaxStemChars = 120;
+
 fs::path default_run_dir(const OptimizeOptions& o) {
   const std::string stamp = utc_now();  // 2026-11-29T16:09:51.123Z
   std::string compact;
   for (char c : stamp.substr(0, 19)) {
     if (c != '-' && c != ':') compact.push_back(c == 'T' ? '-' : c);
   }
-  return fs::path("mblast-runs") / (fs::path(o.problem).stem().string() + "-" + compact);
+  std::string stem = fs::path(o.problem).stem().string();
+  if (stem.size() > kMaxStemChars) {
+    // A file name may hold 255 bytes: a long problem name is cut, and a digest keeps it unique.
+    stem = stem.substr(0, kMaxStemChars) + "-" + sha256_hex(stem).substr(0, 8);
+  }
+  return fs::path("mblast-runs") / (stem + "-" + compact);
 }
 
 }  // namespace

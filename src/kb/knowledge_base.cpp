@@ -42,6 +42,11 @@ KnowledgeBase::KnowledgeBase(const std::filesystem::path& path) : KnowledgeBase(
 
 KnowledgeBase::KnowledgeBase(const std::filesystem::path& path, Options options) : path_(path) {
   namespace fs = std::filesystem;
+  if (fs::is_directory(path)) {
+    throw input_error("the knowledge base " + path.string() + " is a directory, not a file",
+                      "give --kb (or MBLAST_KB) a file path, e.g. " +
+                          (path / "kb.sqlite").string());
+  }
   if (options.read_only) {
     if (!fs::exists(path)) {
       throw input_error("knowledge base " + path.string() + " does not exist",

@@ -43,6 +43,7 @@ FAILURES: Dict[str, Any] = {
     "raises": ("relu_small", "raises", "candidate_runtime"),
     "broken_candidate": ("relu_small", "broken_candidate", "candidate_load"),
     "no_modelnew": ("relu_small", "no_modelnew", "candidate_load"),
+    "model_not_modelnew": ("relu_small", "model_not_modelnew", "candidate_load"),
 }
 
 # problem: (expected fragment of the error message)

@@ -133,6 +133,7 @@ class Session:
                                candidate.path, CandidateLoadError)
         copy_matching_state(ref_model, cand_model)
         if candidate.is_reference:
+            _check_reference_on_purpose(candidate.path, problem.source)
             resp.add_flag("reference_as_candidate")
         poisoner = Poisoner(device, fresh_bytes=_poison_block_bytes(facts),
                             budget_bytes=2 * facts.eager_peak_bytes + (1 << 30) if facts.eager_peak_bytes else None,
@@ -286,3 +287,13 @@ def _record_patches(resp: Response, namespaces: NamespaceSnapshot, where: str) -
     if report.torch:
         resp.add_flag("torch_patched")
         resp.add_note(f"candidate replaced {', '.join(sorted(set(report.torch)))} {where} (restored)")
+
+
+def _check_reference_on_purpose(path: str, problem_source: bytes) -> None:
+    """A file without ModelNew is judged through its Model only when it is the problem itself (a
+    problem checked against itself); anything else forgot to define ModelNew."""
+    with open(path, "rb") as fh:
+        if fh.read() == problem_source:
+            return
+    raise CandidateLoadError(f"{path}: no class ModelNew (it defines Model, which is judged only when the "
+                             "candidate is the problem file itself); name the candidate's class ModelNew")
