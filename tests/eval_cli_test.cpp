@@ -132,6 +132,29 @@ TEST_F(EvalCli, HangingCandidateIsKilledAtTheTimeout) {
   EXPECT_EQ(json["error_kind"], "timeout");
 }
 
+TEST_F(EvalCli, VerboseShowsTheStepsOfAnEvaluation) {
+  auto args = std::vector<std::string>{"-v",
+                                       "eval",
+                                       source("problems/relu_small.py"),
+                                       "--candidate",
+                                       source("candidates/cpu/correct_relu.py"),
+                                       "--device",
+                                       "cpu",
+                                       "--runs",
+                                       "5",
+                                       "--cache-dir",
+                                       (cache_ / "cache").string()};
+  const auto result = run_mblast(args, {{"XDG_CACHE_HOME", (cache_ / "xdg").string()}});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  for (const char* step : {"[debug] judging correct_relu.py", "\"primed\" after", "\"timed\" after",
+                           "correct_relu.py: correct true", "timing "}) {
+    EXPECT_NE(result.err.find(step), std::string::npos) << step << "\n" << result.err;
+  }
+  const auto quiet = run_mblast(std::vector<std::string>(args.begin() + 1, args.end()),
+                                {{"XDG_CACHE_HOME", (cache_ / "xdg").string()}});
+  EXPECT_EQ(quiet.err.find("[debug]"), std::string::npos) << quiet.err;
+}
+
 TEST_F(EvalCli, AHangOnTheCpuIsStoppedWithinTwoMinutesByDefault) {
   auto result = eval("problems/relu_small.py", "candidates/cpu/hang.py", {"--no-timing"});
   ASSERT_FALSE(result.timed_out) << "still running after 120 s";

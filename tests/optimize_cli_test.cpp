@@ -111,10 +111,15 @@ TEST_F(OptimizeCli, ReplayDrivesActorCompileErrorFixCriticIntoTheKb) {
 
 TEST_F(OptimizeCli, WithoutAnLlmItSaysSoAndTriesBuiltInsOnly) {
   const fs::path out = dir_ / "run";
-  const auto result = run_mblast(
-      args("problems/conv_small.py", out, {"--iterations", "1", "--steps", "1", "--json"}), env());
+  auto verbose =
+      args("problems/conv_small.py", out, {"--iterations", "1", "--steps", "1", "--json"});
+  verbose.insert(verbose.begin(), "-v");
+  const auto result = run_mblast(verbose, env());
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.err.find("built-in techniques only"), std::string::npos) << result.err;
+  // -v: the selectors' view of each step (slot, state with evidence, the arms' scores).
+  EXPECT_NE(result.err.find("[debug] step 1: slot model, state "), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("[debug] step 1:   arm "), std::string::npos) << result.err;
   const auto summary = nlohmann::json::parse(result.out);
   for (const char* field :
        {"best_speedup", "correct", "evaluations", "run_dir", "tokens", "cost_usd"}) {

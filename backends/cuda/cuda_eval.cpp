@@ -241,6 +241,24 @@ fs::path resolved_cache_dir(const EvalOptions& options) {
   return fs::absolute(options.cache_dir.empty() ? default_cache_dir() : options.cache_dir);
 }
 
+// -v: where the worker spent the evaluation, phase by phase.
+void log_phases(const fs::path& candidate, const nlohmann::json& result) {
+  if (!spdlog::should_log(spdlog::level::debug)) return;
+  std::string phases;
+  const auto seconds = result.value("phase_seconds", nlohmann::json());
+  if (seconds.is_object()) {
+    for (const auto& [name, value] : seconds.items()) {
+      if (name.find('/') == std::string::npos && value.is_number()) {
+        phases +=
+            fmt::format("{}{} {:.3f} s", phases.empty() ? "" : ", ", name, value.get<double>());
+      }
+    }
+  }
+  spdlog::debug("{}: correct {}, speedup {}; {}", candidate.filename().string(),
+                result.value("correct", false), result.value("speedup", nlohmann::json()).dump(),
+                phases.empty() ? "no phases reported" : phases);
+}
+
 // Sends one built candidate to a worker and folds the answer into its result.
 void judge(const EvalOptions& options, Pending& item, const fs::path& cache_dir,
            const nlohmann::json& ceilings, WorkerPool& workers) {
@@ -252,6 +270,8 @@ void judge(const EvalOptions& options, Pending& item, const fs::path& cache_dir,
   if (!result["error"].is_null()) return;  // a compile error: no worker needed
 
   const auto request = eval_request(options, item.candidate, cache_dir, ceilings);
+  spdlog::debug("judging {} (built in {:.2f} s)", item.candidate.filename().string(),
+                item.build_seconds);
   const auto taken = std::chrono::steady_clock::now();
   auto outcome = workers.call(request, call_limits(options));
   const double eval_seconds = seconds_since(taken);
@@ -285,6 +305,7 @@ void judge(const EvalOptions& options, Pending& item, const fs::path& cache_dir,
   if (!response.value("traceback", nlohmann::json()).is_null() && !result["error"].is_null()) {
     result["traceback"] = response["traceback"];
   }
+  log_phases(item.candidate, result);
 }
 
 }  // namespace

@@ -493,6 +493,8 @@ WorkerOutcome WorkerPool::call(const json& request, const CallLimits& limits) {
     } else if (object->contains("progress") && !object->contains("ok")) {
       clock.progress(*object, outcome);
       const json& event = (*object)["progress"];
+      spdlog::debug("worker {}: {} after {:.2f} s", child.pid(), event.dump(),
+                    std::chrono::duration<double>(Clock::now() - sent).count());
       if (event == "timing" || event == "timed") set_quiet(event == "timing");
     } else {
       response = std::move(object);

@@ -58,6 +58,26 @@ class RunLog {
   spdlog::logger events_;
 };
 
+// -v: what the selectors saw: the slot, the state with its evidence, the best-scored arms.
+void log_choice(int global, const std::string& slot, const Classification& state,
+                const Selection& selection) {
+  if (!spdlog::should_log(spdlog::level::debug)) return;
+  std::string evidence;
+  for (const auto& c : state.evidence) {
+    if (!c.value) continue;
+    evidence += fmt::format("{}{} {} {} ({:.4g})", evidence.empty() ? "" : ", ", c.metric, c.op,
+                            c.threshold, *c.value);
+  }
+  spdlog::debug("step {}: slot {}, state {} [{}]", global, slot, state.state_id, evidence);
+  std::size_t shown = 0;
+  for (const auto& arm : selection.arms) {
+    if (arm.removed || ++shown > 5) continue;
+    spdlog::debug(
+        "step {}:   arm {} score {:.3g} (mean {:.3g}, bonus {:.3g}, n {:.3g} here + {:.3g} prior)",
+        global, arm.technique_id, arm.score, arm.mean, arm.bonus, arm.n_local, arm.n_prior);
+  }
+}
+
 nlohmann::json or_null(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json();
 }
@@ -344,6 +364,7 @@ std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
       select_technique(techniques, kb_.reward_stats(options_.backend, choice.state.state_id),
                        choice.state.state_id, options_.backend, hardware_, selector,
                        options_.seed * 1000003u + static_cast<std::uint64_t>(global));
+  log_choice(global, slots_[choice.slot].id, choice.state, selection);
   if (selection.technique_id.empty()) {
     why_none = "every technique the selector may pick in state " + choice.state.state_id +
                " has been tried on the current implementation" +
