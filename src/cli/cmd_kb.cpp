@@ -227,12 +227,28 @@ void register_kb(CLI::App& app, Globals& globals, Action& action) {
         kb.export_jsonl(std::cout);
         return 0;
       }
-      std::ofstream out(o->export_out, std::ios::binary | std::ios::trunc);
-      if (!out) {
-        throw input_error("cannot write " + o->export_out,
-                          "check the folder exists and is writable");
+      // Written beside the output and renamed at the end: a failed export leaves no torn file.
+      const std::string partial = o->export_out + ".partial";
+      {
+        std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+        if (!out) {
+          throw input_error("cannot write " + o->export_out,
+                            "check the folder exists and is writable");
+        }
+        try {
+          kb.export_jsonl(out);
+        } catch (...) {
+          std::filesystem::remove(partial);
+          throw;
+        }
       }
-      kb.export_jsonl(out);
+      std::error_code ec;
+      std::filesystem::rename(partial, o->export_out, ec);
+      if (ec) {
+        std::filesystem::remove(partial);
+        throw input_error("cannot write " + o->export_out + ": " + ec.message(),
+                          "give -o a file path in a writable folder");
+      }
       return 0;
     };
   });
