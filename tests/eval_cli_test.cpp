@@ -145,7 +145,7 @@ TEST_F(EvalCli, VerboseShowsTheStepsOfAnEvaluation) {
                                        "--cache-dir",
                                        (cache_ / "cache").string()};
   const auto result = run_mblast(args, {{"XDG_CACHE_HOME", (cache_ / "xdg").string()}});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
   for (const char* step : {"[debug] judging correct_relu.py", "\"primed\" after", "\"timed\" after",
                            "correct_relu.py: correct true", "timing "}) {
     EXPECT_NE(result.err.find(step), std::string::npos) << step << "\n" << result.err;
@@ -180,7 +180,7 @@ TEST_F(EvalCli, UnusableProblemExitsTwoNamingTheFileAndCause) {
 TEST_F(EvalCli, ProfileReportsSignaturesForTheStateClassifier) {
   auto result =
       eval("problems/matmul_small.py", "problems/matmul_small.py", {"--profile", "--seeds", "1"});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
   auto json = nlohmann::json::parse(result.out);
   for (const char* key : {"signature", "reference_signature"}) {
     ASSERT_TRUE(json[key].is_object()) << key;
@@ -194,7 +194,7 @@ TEST_F(EvalCli, ExportsOnlyCorrectCandidates) {
   const auto good = cache_ / "good.py";
   auto result = eval("problems/relu_small.py", "candidates/cpu/correct_relu.py",
                      {"--no-timing", "--seeds", "1", "--export", good.string()});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
   ASSERT_TRUE(std::filesystem::exists(good));
   const auto bad = cache_ / "bad.py";
   result = eval("problems/relu_small.py", "candidates/cpu/zero_output.py",

@@ -74,7 +74,7 @@ TEST_F(OptimizeCli, ReplayDrivesActorCompileErrorFixCriticIntoTheKb) {
             "cuda/fuse-elementwise-into-producer", "--llm",
             "replay:" + source("fixtures/optimize/relu_actor_fix_critic.jsonl"), "--json"}),
       env());
-  ASSERT_EQ(result.exit_code, 0) << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
   const auto summary = nlohmann::json::parse(result.out);
   EXPECT_EQ(summary["status"], "finished");
   EXPECT_TRUE(summary["correct"].get<bool>());
@@ -115,7 +115,7 @@ TEST_F(OptimizeCli, WithoutAnLlmItSaysSoAndTriesBuiltInsOnly) {
       args("problems/conv_small.py", out, {"--iterations", "1", "--steps", "1", "--json"});
   verbose.insert(verbose.begin(), "-v");
   const auto result = run_mblast(verbose, env());
-  ASSERT_EQ(result.exit_code, 0) << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
   EXPECT_NE(result.err.find("built-in techniques only"), std::string::npos) << result.err;
   // -v: the selectors' view of each step (slot, state with evidence, the arms' scores).
   EXPECT_NE(result.err.find("[debug] step 1: slot model, state "), std::string::npos) << result.err;
@@ -146,7 +146,7 @@ TEST_F(OptimizeCli, EveryFigureOfTheBestAgreesWhereverItIsShown) {
   const fs::path out = dir_ / "run";
   const auto result =
       run_mblast(args("problems/conv_small.py", out, {"--iterations", "1", "--steps", "2"}), env());
-  ASSERT_EQ(result.exit_code, 0) << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
   const auto run = nlohmann::json::parse(std::ifstream(out / "run.json"));
   const double best = run["best_speedup"].get<double>();
   // The printed pair is the one the speedup divides (eager beside the best, the best's time).
@@ -253,7 +253,7 @@ TEST_F(OptimizeCli, TheTimeLimitStopsTheEvaluationInFlight) {
                  env());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  ASSERT_EQ(result.exit_code, 0) << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
   const auto summary = nlohmann::json::parse(result.out);
   EXPECT_EQ(summary["status"], "budget");
   EXPECT_NE(summary.dump().find("evaluation in flight was stopped"), std::string::npos)
@@ -318,7 +318,7 @@ TEST_F(OptimizeCli, TheDemoReplayCarriesTheBundledExamplesAndFinishes) {
                   (dir_ / "cache").string(),
                   "--json"},
                  env());
-  ASSERT_EQ(result.exit_code, 0) << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
   const auto summary = nlohmann::json::parse(result.out);
   EXPECT_EQ(summary["status"], "finished");
   EXPECT_EQ(summary["steps"], 3);

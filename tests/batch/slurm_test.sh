@@ -130,9 +130,10 @@ node_idle() { [[ $(sinfo -h -N -o %t 2>/dev/null) == idle ]]; }
 wait_for 60 "the node to be idle in sinfo" node_idle
 pass "munged, slurmctld and slurmd up, node idle ($SECONDS s)"
 
-# Two tiny problems, two shards, on the CPU.
+# Two tiny problems, two shards, on the CPU: convolutions, so that the CPU's built-ins (channels-last,
+# cuDNN autotuning) apply and each shard records attempts.
 mkdir -p "$tmp/kb/level1"
-cp "$root/tests/problems/relu_small.py" "$tmp/kb/level1/1_relu_small.py"
+cp "$root/tests/problems/conv_small.py" "$tmp/kb/level1/1_conv_a.py"
 cp "$root/tests/problems/conv_small.py" "$tmp/kb/level1/2_conv_small.py"
 out=$tmp/out
 submit=("$root/scripts/slurm/submit.sh" --level 1 --kernelbench "$tmp/kb" --out "$out" --shards 2
@@ -162,7 +163,7 @@ for i in 0 1; do
   [[ -s $out/kb-shard-$i.sqlite && -s $out/results-shard-$i.jsonl && -s $out/batch-shard-$i.json ]] ||
     fail "shard $i wrote no KB, results or record"
 done
-grep -q '"problem":"1_relu_small"' "$out/results-shard-0.jsonl" || fail "shard 0 did not run problem 1"
+grep -q '"problem":"1_conv_a"' "$out/results-shard-0.jsonl" || fail "shard 0 did not run problem 1"
 grep -q '"problem":"2_conv_small"' "$out/results-shard-1.jsonl" || fail "shard 1 did not run problem 2"
 [[ $(sqlite3 "$out/kb.sqlite" 'PRAGMA integrity_check') == ok ]] || fail "the merged KB is damaged"
 stats=$("$mblast" --kb "$out/kb.sqlite" kb stats --json)
@@ -176,13 +177,13 @@ out = sys.argv[5]
 assert stats["rows"]["runs"] == 2, stats
 ids = lambda rows: {r["id"] for r in rows}
 assert shard0 and shard1 and ids(shard0) | ids(shard1) == ids(merged), (merged, shard0, shard1)
-assert {r["task"] for r in merged} == {"level1/1_relu_small", "level1/2_conv_small"}, merged
+assert {r["task"] for r in merged} == {"level1/1_conv_a", "level1/2_conv_small"}, merged
 rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl")) if l.strip()]
-assert sorted(r["problem"] for r in rows) == ["1_relu_small", "2_conv_small"], rows
+assert sorted(r["problem"] for r in rows) == ["1_conv_a", "2_conv_small"], rows
 assert all(isinstance(r["correct"], bool) and r["status"] == "finished" for r in rows), rows
 batch = json.load(open(os.path.join(out, "batch.json")))
-assert batch["level"] == 1 and batch["problems"] == ["1_relu_small", "2_conv_small"], batch
-assert [s["problems"] for s in batch["shards"]] == [["1_relu_small"], ["2_conv_small"]], batch
+assert batch["level"] == 1 and batch["problems"] == ["1_conv_a", "2_conv_small"], batch
+assert [s["problems"] for s in batch["shards"]] == [["1_conv_a"], ["2_conv_small"]], batch
 assert batch["slurm"]["array_job"] and batch["slurm"]["merge_job"], batch
 PY
 if "$mblast" --help | grep -Eq '^[[:space:]]+report([[:space:]]|$)'; then
