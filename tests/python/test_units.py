@@ -262,6 +262,25 @@ def test_speed_of_light_flags_a_candidate_only_where_eager_respects_the_ceiling(
     assert flags(1.0, 0.5, 0.8) == []  # eager below the ceiling: the ceiling is wrong
 
 
+def test_speed_of_light_trusts_eager_s_fastest_runs_not_its_median() -> None:
+    """On a busy host eager's median rose above an estimate its best runs beat: a problem judged
+    against itself was flagged once in CI-like load. Eager's p10 decides."""
+    from types import SimpleNamespace
+
+    from mblast_worker.evaluate import _speed_of_light_flag
+    from mblast_worker.response import TimingStats
+
+    def flags(sol: float, cand: float, ref_median: float, ref_p10: float) -> list:
+        stats = TimingStats(median_ms=ref_median, mean_ms=ref_median, p10_ms=ref_p10, p90_ms=ref_median,
+                            stdev_ms=0.0, runs=5)
+        s = SimpleNamespace(resp=Response(sol_ms=sol, cand_ms=cand, ref_ms=ref_median, timing={"ref": stats}))
+        _speed_of_light_flag(s)  # type: ignore[arg-type]
+        return s.resp.flags
+
+    assert flags(0.32, 0.25, 0.33, 0.11) == []  # eager's best runs beat the estimate
+    assert flags(0.32, 0.25, 0.40, 0.35) == ["beyond_speed_of_light"]
+
+
 def test_sol_uses_the_tf32_peak_where_tf32_is_on() -> None:
     from mblast_worker.costmodel import sol_ms
     from mblast_worker.request import DeviceCeilings
