@@ -180,9 +180,24 @@ void export_kernelbench(const fs::path& candidate, const fs::path& out, const fs
     }
     exported = result.out;
   }
-  std::ofstream file(out, std::ios::binary | std::ios::trunc);
-  file << exported;
-  if (!file) throw input_error("cannot write " + out.string(), "check the folder is writable");
+  // Beside the output, renamed at the end: a failed write leaves no torn export.
+  const fs::path partial = out.string() + ".partial";
+  {
+    std::ofstream file(partial, std::ios::binary | std::ios::trunc);
+    file << exported;
+    if (!file) {
+      std::error_code ec;
+      fs::remove(partial, ec);
+      throw input_error("cannot write " + out.string(), "check the folder is writable");
+    }
+  }
+  std::error_code ec;
+  fs::rename(partial, out, ec);
+  if (ec) {
+    fs::remove(partial, ec);
+    throw input_error("cannot write " + out.string() + ": " + ec.message(),
+                      "give a file path in a writable folder");
+  }
 }
 
 fs::path default_cache_dir() {
