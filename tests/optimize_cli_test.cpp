@@ -371,6 +371,12 @@ TEST_F(OptimizeCli, ResumeRefusesOptionsItCannotChange) {
   EXPECT_NE(refused.err.find("fix:"), std::string::npos) << refused.err;
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(out / "config.json")), config_before);
   EXPECT_EQ(json_lines(out / "steps.jsonl").size(), 1u);
+  // The recorded values given again (as a batch script repeats its options) are no change.
+  const auto same = run_mblast(
+      {"--kb", kb().string(), "optimize", "--resume", out.string(), "--device", "cpu", "--seeds",
+       "2", "--runs", "5", "--cache-dir", (dir_ / "cache").string(), "--steps", "2"},
+      env());
+  EXPECT_EQ(same.exit_code, 0) << same.err;
 }
 
 TEST_F(OptimizeCli, ACorruptKbLeavesNoRunDirectory) {

@@ -74,6 +74,8 @@ void request_optimize_stop();
 
 // Options to and from the run directory's config.json.
 nlohmann::json options_to_json(const OptimizeOptions& options);
+// The options the run in `run_dir` recorded (its config.json); throws when it holds no run.
+nlohmann::json recorded_options(const std::filesystem::path& run_dir);
 OptimizeOptions options_from_json(const nlohmann::json& json);
 
 }  // namespace mblast

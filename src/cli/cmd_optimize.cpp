@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -178,23 +179,53 @@ void print_summary(const nlohmann::json& r) {
   std::cout << format_table(rows, {{"what", "", 24}, {"value", "", 120}});
 }
 
-// A resumed run keeps its recorded options but for its budgets and its LLM: any other option
-// given with --resume is an error, never silently dropped.
-void reject_fixed_options_on_resume(const CLI::App& cmd, const std::string& run_dir) {
+// The key of options_to_json each fixed option of `optimize` sets (backend options: "target").
+const std::map<std::string, std::string>& option_keys() {
+  static const std::map<std::string, std::string> keys = {
+      {"--backend", "backend"},
+      {"--device", "device"},
+      {"--llm-config", "llm_config"},
+      {"--llm-record", "llm_record"},
+      {"--fix-attempts", "fix_attempts"},
+      {"--technique", "techniques"},
+      {"--atol", "atol"},
+      {"--rtol", "rtol"},
+      {"--strict-tolerance", "strict_tolerance"},
+      {"--allow-tf32", "allow_tf32"},
+      {"--allow-bf16", "allow_bf16"},
+      {"--seed", "seed"},
+      {"--seeds", "verify_seeds"},
+      {"--runs", "timing_runs"},
+      {"--no-grad-timing", "timing_autograd"},
+      {"--timeout", "eval_timeout_s"},
+      {"--compile-timeout", "compile_timeout_s"},
+      {"--cache-dir", "cache_dir"},
+      {"--out", "out"}};
+  return keys;
+}
+
+// A resumed run keeps its recorded options but for its budgets and its LLM: another option given
+// with --resume must have the recorded value (a batch script repeats them), else it is an error,
+// never silently dropped. `given` holds the command line's options as a new run would record them.
+void check_options_on_resume(const CLI::App& cmd, const nlohmann::json& given,
+                             const std::string& run_dir) {
   static const std::set<std::string> changeable = {
       "--resume",     "--iterations", "--steps",    "--max-evaluations",
       "--time-limit", "--max-tokens", "--max-cost", "--llm",
       "--json",       "--help"};
-  std::string fixed;
+  const nlohmann::json recorded = recorded_options(run_dir);
+  std::string changed;
   for (const CLI::Option* option : cmd.get_options()) {
-    if (option->count() == 0) continue;
     const std::string name = option->get_name();
-    if (changeable.count(name)) continue;
-    fixed += (fixed.empty() ? "" : ", ") + name;
+    if (option->count() == 0 || changeable.count(name)) continue;
+    const auto key = option_keys().find(name);
+    const std::string field = key == option_keys().end() ? "target" : key->second;
+    if (given.value(field, nlohmann::json()) == recorded.value(field, nlohmann::json())) continue;
+    changed += (changed.empty() ? "" : ", ") + name;
   }
-  if (fixed.empty()) return;
+  if (changed.empty()) return;
   throw input_error("--resume continues the run with its recorded options; these cannot change: " +
-                        fixed + " (budgets and --llm can)",
+                        changed + " (budgets and --llm can)",
                     "drop them, or start a new run with other options: `mblast optimize PROBLEM "
                     "--out NEW_DIR ...` (the recorded ones are in " +
                         run_dir + "/config.json)");
@@ -305,7 +336,8 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
           throw input_error("--resume takes no PROBLEM: the run directory names it",
                             "run `mblast optimize --resume " + c->resume + "`");
         }
-        reject_fixed_options_on_resume(*cmd, c->resume);
+        o.out = c->out;
+        check_options_on_resume(*cmd, options_to_json(o), c->resume);
         nlohmann::json overrides = nlohmann::json::object();
         const auto given = [&](const char* flag) { return cmd->count(flag) > 0; };
         if (given("--iterations")) overrides["iterations"] = o.iterations;

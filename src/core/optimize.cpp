@@ -115,6 +115,10 @@ nlohmann::json optimize(OptimizeOptions options, const ProgressFn& progress) {
   }
 }
 
+nlohmann::json recorded_options(const fs::path& run_dir) {
+  return RunDir::open(run_dir).config().value("options", nlohmann::json::object());
+}
+
 nlohmann::json resume_optimize(const fs::path& run_dir, const nlohmann::json& overrides,
                                const ProgressFn& progress) {
   RunDir run = RunDir::open(run_dir);
