@@ -207,8 +207,6 @@ class KnowledgeBase {
   ImportResult import_jsonl(std::istream& in);
   // Folds another KB file into this one; rows already present are skipped.
   ImportResult merge_from(const std::filesystem::path& other);
-  // A consistent copy of this KB in a new file (SQLite's VACUUM INTO), whatever its journal holds.
-  void copy_to(const std::filesystem::path& file) const;
 
   std::string integrity_check() const;  // "ok" or SQLite's report
 

@@ -169,10 +169,6 @@ void remove_sqlite_files(const std::filesystem::path& file) {
 
 }  // namespace
 
-void KnowledgeBase::copy_to(const std::filesystem::path& file) const {
-  db_->prepare("VACUUM INTO ?").bind(1, file.string()).run();
-}
-
 std::vector<ImportResult> merge_knowledge_bases(const std::filesystem::path& out,
                                                 const std::vector<std::filesystem::path>& inputs) {
   namespace fs = std::filesystem;
