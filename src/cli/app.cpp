@@ -53,6 +53,19 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+// The subcommands a user may type: named and listed in help (hidden ones have an empty group).
+std::vector<const CLI::App*> visible_subcommands(const CLI::App& level) {
+  return level.get_subcommands(
+      [](const CLI::App* s) { return !s->get_name().empty() && s->get_group() != ""; });
+}
+
+// "a, b, c"
+std::string joined_names(const std::vector<const CLI::App*>& subcommands) {
+  std::string names;
+  for (const CLI::App* s : subcommands) names += (names.empty() ? "" : ", ") + s->get_name();
+  return names;
+}
+
 CLI::Validator number_validator(bool zero_allowed) {
   return CLI::Validator(
       [zero_allowed](std::string& input) -> std::string {
@@ -93,8 +106,7 @@ std::string unknown_command_hint(const CLI::App& app, int argc, char** argv,
       if (option && word.find('=') == std::string::npos && option->get_expected_min() > 0) ++i;
       continue;
     }
-    const auto subcommands = level->get_subcommands(
-        [](const CLI::App* s) { return !s->get_name().empty() && s->get_group() != ""; });
+    const auto subcommands = visible_subcommands(*level);
     if (subcommands.empty()) return {};
     const CLI::App* exact = nullptr;
     const CLI::App* nearest = nullptr;
@@ -113,17 +125,12 @@ std::string unknown_command_hint(const CLI::App& app, int argc, char** argv,
       return "no command '" + prefix + word + "' (did you mean " + prefix + nearest->get_name() +
              "?)";
     }
-    std::string names;
-    for (const CLI::App* s : subcommands) names += (names.empty() ? "" : ", ") + s->get_name();
-    return "no command '" + prefix + word + "'; the commands are: " + names;
+    return "no command '" + prefix + word + "'; the commands are: " + joined_names(subcommands);
   }
-  const auto subcommands = level->get_subcommands(
-      [](const CLI::App* s) { return !s->get_name().empty() && s->get_group() != ""; });
+  const auto subcommands = visible_subcommands(*level);
   if (!missing_subcommand || subcommands.empty()) return {};
-  std::string names;
-  for (const CLI::App* s : subcommands) names += (names.empty() ? "" : ", ") + s->get_name();
   return std::string("`mblast") + (level == &app ? "" : " " + level->get_name()) +
-         "` needs a command: " + names;
+         "` needs a command: " + joined_names(subcommands);
 }
 
 int run(int argc, char** argv) {
