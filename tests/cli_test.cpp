@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +25,22 @@ std::vector<std::string> with_kb(const TempDir& dir, std::vector<std::string> ar
   args.push_back("--kb");
   args.push_back((dir / name).string());
   return args;
+}
+
+// Runs `mblast ARGS...` as an unprivileged user, as people do: root reads and writes through file
+// permissions, so as root it runs through setpriv as nobody (uid and gid 65534) with HOME=`home`.
+// nullopt when running as root and setpriv (util-linux) is missing; the caller skips.
+std::optional<ProcessResult> run_mblast_unprivileged(const std::vector<std::string>& args,
+                                                     const std::filesystem::path& home) {
+  if (::geteuid() != 0) return run_mblast(args);
+  auto setpriv = find_program("setpriv");
+  if (!setpriv) return std::nullopt;
+  ProcessSpec spec;
+  spec.argv = {setpriv->string(), "--reuid=65534", "--regid=65534", "--clear-groups",
+               testing::mblast_binary()};
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  spec.env = {{"HOME", home.string()}};
+  return run_process(spec);
 }
 
 TEST(Cli, BadUsageExitsTwoWithAMessage) {
@@ -228,21 +247,10 @@ TEST(Cli, AReadOnlyKbCanBeQueried) {
         std::vector<std::string>{"kb", "stats"}, std::vector<std::string>{"kb", "export"}}) {
     std::vector<std::string> full = args;
     full.insert(full.end(), {"--kb", path.string()});
-    ProcessResult result;
-    if (::geteuid() == 0) {
-      auto setpriv = find_program("setpriv");
-      if (!setpriv) GTEST_SKIP() << "running as root and setpriv (util-linux) is missing";
-      ProcessSpec spec;
-      spec.argv = {setpriv->string(), "--reuid=65534", "--regid=65534", "--clear-groups",
-                   testing::mblast_binary()};
-      spec.argv.insert(spec.argv.end(), full.begin(), full.end());
-      spec.env = {{"HOME", dir.path().string()}};
-      result = run_process(spec);
-    } else {
-      result = run_mblast(full);
-    }
-    EXPECT_EQ(result.exit_code, 0) << args[1] << ": " << result.err;
-    EXPECT_FALSE(result.out.empty()) << args[1];
+    const auto result = run_mblast_unprivileged(full, dir.path());
+    if (!result) GTEST_SKIP() << "running as root and setpriv (util-linux) is missing";
+    EXPECT_EQ(result->exit_code, 0) << args[1] << ": " << result->err;
+    EXPECT_FALSE(result->out.empty()) << args[1];
   }
 }
 
@@ -258,23 +266,11 @@ TEST(Cli, ReadOnlyKbExitsTwoWithAClearMessage) {
          "\"hardware\":\"h\",\"started_at\":\"2026-01-01T00:00:00.000Z\"}}\n";
   std::vector<std::string> args = {"kb", "import", (dir / "rows.jsonl").string(), "--kb",
                                    path.string()};
-  ProcessResult result;
-  if (::geteuid() == 0) {
-    // root writes through file permissions; run as an unprivileged user as people do.
-    auto setpriv = find_program("setpriv");
-    if (!setpriv) GTEST_SKIP() << "running as root and setpriv (util-linux) is missing";
-    ProcessSpec spec;
-    spec.argv = {setpriv->string(), "--reuid=65534", "--regid=65534", "--clear-groups",
-                 testing::mblast_binary()};
-    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-    spec.env = {{"HOME", dir.path().string()}};
-    result = run_process(spec);
-  } else {
-    result = run_mblast(args);
-  }
-  EXPECT_EQ(result.exit_code, 2) << result.err;
-  EXPECT_NE(result.err.find(path.string()), std::string::npos) << result.err;
-  EXPECT_NE(result.err.find("fix:"), std::string::npos) << result.err;
+  const auto result = run_mblast_unprivileged(args, dir.path());
+  if (!result) GTEST_SKIP() << "running as root and setpriv (util-linux) is missing";
+  EXPECT_EQ(result->exit_code, 2) << result->err;
+  EXPECT_NE(result->err.find(path.string()), std::string::npos) << result->err;
+  EXPECT_NE(result->err.find("fix:"), std::string::npos) << result->err;
 }
 
 }  // namespace
