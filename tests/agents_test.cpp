@@ -898,8 +898,9 @@ TEST(AgentsCritic, RuleBasedCriticAccumulatesOnOneClaim) {
   EXPECT_EQ(fixture.kb.integrity_check(), "ok");
 }
 
-TEST(AgentsCritic, RuleBasedCriticIsIdempotentPerAttempt) {
-  CriticKb fixture;
+// Task "t" on an H200 whose one step applied cuda/builtin-cuda-graph in launch-bound correctly; the
+// caller fills in the step's times and speedups.
+CriticContext one_correct_graph_step() {
   CriticContext c;
   c.task = "t";
   c.hardware = "NVIDIA H200";
@@ -907,8 +908,14 @@ TEST(AgentsCritic, RuleBasedCriticIsIdempotentPerAttempt) {
   s.state_id = "launch-bound";
   s.technique_id = "cuda/builtin-cuda-graph";
   s.outcome = "correct";
-  s.speedup = 1.5;
   c.trajectory = {s};
+  return c;
+}
+
+TEST(AgentsCritic, RuleBasedCriticIsIdempotentPerAttempt) {
+  CriticKb fixture;
+  CriticContext c = one_correct_graph_step();
+  c.trajectory[0].speedup = 1.5;
   auto once = rule_based_critic(c, fixture.kb, fixture.attempt_id);
   auto twice = rule_based_critic(c, fixture.kb, fixture.attempt_id);
   ASSERT_EQ(once.accepted.size(), 1u);
@@ -919,18 +926,11 @@ TEST(AgentsCritic, TheGainIsTheRatioOfSpeedupsNotOfTimesFromTwoRuns) {
   // The case: times of two evaluations say 0.64x, the speedups (each over the eager time
   // measured beside it) say 0.982x, within noise: no evidence either way.
   CriticKb fixture;
-  CriticContext c;
-  c.task = "t";
-  c.hardware = "NVIDIA H200";
-  TrajectoryStep s;
-  s.state_id = "launch-bound";
-  s.technique_id = "cuda/builtin-cuda-graph";
-  s.outcome = "correct";
-  s.time_before_ms = 1.0;
-  s.time_after_ms = 1.5625;
-  s.speedup = 0.982;
-  s.speedup_before = 1.0;
-  c.trajectory = {s};
+  CriticContext c = one_correct_graph_step();
+  c.trajectory[0].time_before_ms = 1.0;
+  c.trajectory[0].time_after_ms = 1.5625;
+  c.trajectory[0].speedup = 0.982;
+  c.trajectory[0].speedup_before = 1.0;
   EXPECT_TRUE(rule_based_critic(c, fixture.kb, fixture.attempt_id).accepted.empty());
   c.trajectory[0].speedup = 1.3;
   c.trajectory[0].speedup_before = 1.04;  // 1.25x over the best before
