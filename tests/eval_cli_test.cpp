@@ -2,8 +2,14 @@
 // Debian's PyTorch, as CI runs it. The worker's own checks are covered in depth by pytest.
 #include <signal.h>
 
+#include <chrono>
 #include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -30,19 +36,22 @@ class EvalCli : public ::testing::Test {
   }
   ProcessResult eval(const std::string& problem, const std::string& candidate,
                      std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"eval",
-                                     source(problem),
-                                     "--candidate",
-                                     source(candidate),
-                                     "--device",
-                                     "cpu",
-                                     "--json",
-                                     "--runs",
-                                     "5",
-                                     "--cache-dir",
-                                     (cache_ / "cache").string()};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return run_mblast(args, {{"XDG_CACHE_HOME", (cache_ / "xdg").string()}});
+    return eval_as(testing::mblast_binary(), problem, candidate, extra, {});
+  }
+  // `BINARY eval PROBLEM --candidate CANDIDATE --device cpu --json --runs 5` with this test's cache
+  // folders, then `extra`; `env` is set besides XDG_CACHE_HOME. 120 s at most, as run_mblast.
+  ProcessResult eval_as(const std::filesystem::path& binary, const std::string& problem,
+                        const std::string& candidate, const std::vector<std::string>& extra,
+                        std::map<std::string, std::optional<std::string>> env) {
+    ProcessSpec spec;
+    spec.argv = {binary.string(),   "eval",     source(problem), "--candidate",
+                 source(candidate), "--device", "cpu",           "--json",
+                 "--runs",          "5",        "--cache-dir",   (cache_ / "cache").string()};
+    spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
+    env["XDG_CACHE_HOME"] = (cache_ / "xdg").string();
+    spec.env = std::move(env);
+    spec.timeout = std::chrono::seconds(120);
+    return run_process(spec);
   }
   TempDir cache_;
 };
@@ -220,25 +229,10 @@ TEST_F(EvalCli, CudaDeviceWithoutAGpuExitsTwoSuggestingTheCpu) {
 class EvalServer : public EvalCli {
  protected:
   ProcessResult eval_with(const std::filesystem::path& binary) {
-    ProcessSpec spec;
-    spec.argv = {binary.string(),
-                 "eval",
-                 source("problems/relu_small.py"),
-                 "--candidate",
-                 source("candidates/cpu/correct_relu.py"),
-                 "--device",
-                 "cpu",
-                 "--json",
-                 "--runs",
-                 "5",
-                 "--cache-dir",
-                 (cache_ / "cache").string()};
-    spec.env = {{"XDG_CACHE_HOME", (cache_ / "xdg").string()},
-                {"XDG_RUNTIME_DIR", (cache_ / "run").string()},
-                {"MBLAST_EVAL_SERVER", "1"},
-                {"MBLAST_EVAL_SERVER_IDLE_S", "60"}};
-    spec.timeout = std::chrono::seconds(120);
-    return run_process(spec);
+    return eval_as(binary, "problems/relu_small.py", "candidates/cpu/correct_relu.py", {},
+                   {{"XDG_RUNTIME_DIR", (cache_ / "run").string()},
+                    {"MBLAST_EVAL_SERVER", "1"},
+                    {"MBLAST_EVAL_SERVER_IDLE_S", "60"}});
   }
   // Replaces `binary` by a copy of `from` through a rename (a new inode, as an installer does).
   static void replace(const std::filesystem::path& binary, const std::filesystem::path& from) {
