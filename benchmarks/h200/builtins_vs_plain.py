@@ -5,12 +5,13 @@
 
 For every problem the built-in candidates are made with `python3 -m mblast_builtin`, judged in
 one `mblast eval` call (its speedup is over eager, measured beside the candidate in the judge's
-worker), then timed with plain_timing.py in two fresh processes that import no judge code. A
-built-in passes when the judge's candidate time is at most 5 % over the slower plain process's: no
-check of the judge may make a candidate slower than it is. Two plain processes, because compiled
-code differs between processes by more than that (measured on the H200: Inductor's LayerNorm of
-level1/40 ran at 0.391 ms in one process and 0.532 ms in another, its autotuner choosing between
-configurations on warm-L2 timings); the table gives both. Passes run over all problems in turn, so that a deadline cuts
+worker), then timed with plain_timing.py in fresh processes (three unless --plain-processes) that
+import no judge code. A built-in passes when the judge's candidate time is at most 5 % over the
+slowest plain process's: no check of the judge may make a candidate slower than it is. Several
+plain processes, because the same compiled file runs at different speeds in different processes
+by far more than 5 % (measured on the H200, calls 19-20: level1/88's compiled GELU took 0.130 to
+0.255 ms in nine plain processes, each choosing the same Triton configuration, while eager stayed
+within 1 %); the table gives each. Passes run over all problems in turn, so that a deadline cuts
 the later transforms, not the later problems. Prints a Markdown table; records go to OUT.
 """
 
@@ -32,8 +33,8 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKER = ROOT / "backends" / "cuda" / "worker"
 PLAIN = Path(__file__).resolve().parent / "plain_timing.py"
 ROW_SOFTMAX = ROOT / "benchmarks" / "problems" / "row_softmax.py"
-TOLERANCE = 0.95  # slower plain process's candidate time / the judge's at least this
-PLAIN_PROCESSES = 2
+TOLERANCE = 0.95  # slowest plain process's candidate time / the judge's at least this
+PLAIN_PROCESSES = 3
 
 # Across levels and op kinds: elementwise, normalisation, reduction-heavy, convolution, GEMM,
 # launch-bound whole models; the eight of the issue's table plus two small ones.
@@ -42,7 +43,9 @@ PROBLEMS = [
     "level2/36_ConvTranspose2d_Min_Sum_GELU_Add", "level2/57_Conv2d_ReLU_HardSwish", "level2/76_Gemm_Add_ReLU",
     "level3/9_ResNet18", "level3/29_SwinMLP", "level3/4_LeNet5",
 ]
-PASSES = "torch_compile,cuda_graph:torch_compile_cudagraphs,channels_last,cudnn_benchmark:torch_compile_max_autotune"
+# The compiled transforms first: the CUDA graph, channels-last and cuDNN autotuning matched plain
+# processes within 1-5 % in calls 14 and 18, the compiled ones are where the judge was doubted.
+PASSES = "torch_compile:torch_compile_max_autotune,torch_compile_cudagraphs:cuda_graph,channels_last,cudnn_benchmark"
 
 
 def log(text: str) -> None:
@@ -100,7 +103,7 @@ def num(value: Any) -> Optional[float]:
 def row_of(name: str, transform: str, j: Dict[str, Any], plains: List[Dict[str, Any]]) -> Dict[str, Any]:
     js = num(j.get("speedup"))
     times = [t for t in (num(p.get("cand_ms")) for p in plains) if t]
-    p = max(plains, key=lambda r: num(r.get("cand_ms")) or 0.0)  # the slower plain process
+    p = max(plains, key=lambda r: num(r.get("cand_ms")) or 0.0)  # the slowest plain process
     ps = num(p.get("speedup"))
     jc = num(j.get("cand_ms"))
     ratio = max(times) / jc if jc and times else None
@@ -121,8 +124,8 @@ def fmt(value: Optional[float], spec: str = ".3f") -> str:
     return "-" if value is None else format(value, spec)
 
 
-def table(rows: List[Dict[str, Any]]) -> str:
-    lines = ["| problem | transform | judge speedup | plain speedup (slower process) | plain ms / judge ms | judge cand ms | plain cand ms (each process) | verdict |",
+def table(rows: List[Dict[str, Any]], processes: int) -> str:
+    lines = ["| problem | transform | judge speedup | plain speedup (slowest process) | plain ms / judge ms | judge cand ms | plain cand ms (each process) | verdict |",
              "|---|---|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         note = r["verdict"]
@@ -134,7 +137,7 @@ def table(rows: List[Dict[str, Any]]) -> str:
     judged_rows = [r for r in rows if r["verdict"] in ("PASS", "FAIL")]
     passed = sum(r["verdict"] == "PASS" for r in judged_rows)
     lines.append(f"\n{passed} of {len(judged_rows)} judged built-ins at most {100 * (1 - TOLERANCE):.0f} % slower than the "
-                 f"slower of {PLAIN_PROCESSES} plain processes; {len(rows) - len(judged_rows)} without a figure")
+                 f"slowest of {processes} plain processes; {len(rows) - len(judged_rows)} without a figure")
     return "\n".join(lines)
 
 
@@ -144,6 +147,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--mblast", type=Path, default=ROOT / ".device" / "mblast")
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")) / "builtins")
     ap.add_argument("--deadline", type=float, default=520.0)
+    ap.add_argument("--plain-processes", type=int, default=PLAIN_PROCESSES)
     ap.add_argument("--problems", default=",".join(PROBLEMS))
     ap.add_argument("--passes", default=PASSES, help="transform groups separated by ':', transforms by ','")
     args = ap.parse_args(argv)
@@ -165,14 +169,14 @@ def main(argv: Optional[List[str]] = None) -> int:
             j = judged(args.mblast, problem, cands, min(left - 30, 90 + 60 * len(cands)))
             t1 = time.monotonic()
             plains = [plain(problem, cands, max(30.0, min(args.deadline - (time.monotonic() - start), 240.0)))
-                      for _ in range(PLAIN_PROCESSES)]
+                      for _ in range(args.plain_processes)]
             for t in transforms:
                 rows.append(row_of(name, t, j[t], [p[t] for p in plains]))
                 r = rows[-1]
                 log(f"{name} {t}: judge {fmt(r['judge_speedup'])} plain {fmt(r['plain_speedup'])} "
                     f"ratio {fmt(r['ratio'])} {r['verdict']} (eval {t1 - t0:.0f} s, plain {time.monotonic() - t1:.0f} s)")
             (args.out / "rows.json").write_text(json.dumps(rows, indent=1) + "\n")
-    text = table(rows)
+    text = table(rows, args.plain_processes)
     (args.out / "table.md").write_text(text + "\n")
     log("\n" + text)
     return 0

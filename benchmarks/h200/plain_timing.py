@@ -17,6 +17,7 @@ import argparse
 import json
 import statistics
 import sys
+import time
 import traceback
 from typing import Any, Callable, Dict, List
 
@@ -53,6 +54,15 @@ def timed(fn: Callable[[], Any], flush: torch.Tensor) -> float:
     return float(start.elapsed_time(end))
 
 
+def spin_up(seconds: float = 0.1) -> None:
+    a = torch.randn(2048, 2048, device="cuda")
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        for _ in range(16):
+            torch.mm(a, a)
+        torch.cuda.synchronize()
+
+
 def time_pair(ref: Callable[[], Any], cand: Callable[[], Any], runs: int, grad: bool,
               first_no_grad: bool = False) -> Dict[str, float]:
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
@@ -82,7 +92,14 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--no-grad", action="store_true")
     ap.add_argument("--first-no-grad", action="store_true",
                     help="call each candidate three times under no_grad before timing, as verification does")
+    ap.add_argument("--spin-up", action="store_true",
+                    help="run matrix products for 0.1 s before anything else, as the judge does before timing")
+    ap.add_argument("--churn-gib", type=float, default=0.0,
+                    help="allocate, fill and free this many GiB before each candidate's first call, as the "
+                         "judge's memory poisoning does before every verification call")
     args = ap.parse_args(argv)
+    if args.spin_up:
+        spin_up()
     problem = load(args.problem)
     init = list(problem["get_init_inputs"]())
     ref_model = build(problem["Model"], init)
@@ -92,6 +109,9 @@ def main(argv: List[str]) -> int:
         try:
             cand_model = build(load(path)["ModelNew"], init)
             cand_model.load_state_dict(ref_model.state_dict())
+            if args.churn_gib > 0:
+                torch.empty(int(args.churn_gib * (1 << 30)) // 4, device="cuda").fill_(float("nan"))
+                torch.cuda.synchronize()
             row = time_pair(lambda: ref_model(*inputs), lambda: cand_model(*inputs), args.runs, not args.no_grad,
                             args.first_no_grad)
             print(json.dumps({"candidate": path, **row}), flush=True)
