@@ -81,13 +81,20 @@ class FakeBackend : public Backend {
   std::string assemble(const std::vector<std::pair<std::string, std::string>>& files) override {
     return files.front().second + "\n";
   }
-  Builtin builtin(const std::string& transform, const fs::path&, bool) override {
+  Builtin builtin(const std::string& transform, const fs::path& file, bool is_reference) override {
     if (transform == "reference") return {"# reference\n", ""};
+    builtin_calls.push_back({transform, file, is_reference});
     return {"# transform " + transform + "\n", ""};
   }
   bool export_for_harness(const fs::path&, const fs::path&) override { return false; }
   void set_deadline(std::chrono::steady_clock::time_point until) override { deadline = until; }
 
+  struct BuiltinCall {
+    std::string transform;
+    fs::path file;
+    bool is_reference = false;
+  };
+  std::vector<BuiltinCall> builtin_calls;  // the transforms asked for, and what they applied to
   std::map<std::string, double> speedups;  // built-in transform -> the speedup it reaches
   std::optional<double> llm_speedup;
   bool stop_in_flight = false;
@@ -202,6 +209,8 @@ TEST_F(LoopTest, TheRewardIsTheLogOfTheGainOverTheCurrentBest) {
                        {"torch_compile", 3.0},
                        {"torch_compile_max_autotune", 3.0},
                        {"torch_compile_cudagraphs", 3.0},
+                       {"torch_compile_max_autotune_cd", 3.0},
+                       {"channels_last+torch_compile", 3.0},
                        {"channels_last", 3.0},
                        {"cudnn_benchmark", 3.0}};
   const auto summary = run_builtins(options(2));
@@ -311,6 +320,57 @@ TEST_F(LoopTest, StepsExploreADifferentTechniqueEachTime) {
   EXPECT_EQ(summary["steps"], 4);
 }
 
+bool compiles(const std::string& transform) {
+  return transform.rfind("torch_compile", 0) == 0 ||
+         transform.find("+torch_compile") != std::string::npos;
+}
+
+// After the default compile won, the other compile variants are tried in its place, on the
+// reference (a compiled model is not compiled again), and the fastest is what later steps build on.
+TEST_F(LoopTest, CompileVariantsReplaceTheCompiledModelInsteadOfStackingOnIt) {
+  backend_.speedups = {{"torch_compile", 2.0},
+                       {"torch_compile_max_autotune", 3.0},
+                       {"torch_compile_max_autotune_cd", 2.5},
+                       {"torch_compile_cudagraphs", 1.5},
+                       {"cuda_graph", 1.0}};
+  const auto summary = run_builtins(options(30));
+  std::map<std::string, int> on_reference;
+  for (const auto& call : backend_.builtin_calls) {
+    if (!compiles(call.transform)) continue;
+    EXPECT_TRUE(call.is_reference) << call.transform << " applied to " << call.file;
+    ++on_reference[call.transform];
+  }
+  for (const char* transform : {"torch_compile", "torch_compile_max_autotune",
+                                "torch_compile_max_autotune_cd", "torch_compile_cudagraphs"}) {
+    EXPECT_EQ(on_reference[transform], 1) << transform;
+  }
+  EXPECT_EQ(summary["best_technique"], "cuda/builtin-torch-compile-max-autotune");
+  EXPECT_DOUBLE_EQ(summary["best_speedup"].get<double>(), 3.0);
+  for (const auto& step : run_dir().steps()) {
+    if (step["technique"] != "cuda/builtin-torch-compile-max-autotune") continue;
+    EXPECT_EQ(step["base_depth"], 0);
+    EXPECT_EQ(step["base"].get<std::string>().rfind("reference", 0), 0u) << step.dump();
+  }
+  EXPECT_EQ(summary["status"], "exhausted");
+}
+
+// A resumed run knows which built-ins its steps applied to which implementation, alternatives
+// on an ancestor included: no transform is applied to the same file twice.
+TEST_F(LoopTest, AResumedRunRetriesNoBuiltinOnTheSameBase) {
+  backend_.speedups = {{"torch_compile", 2.0},
+                       {"torch_compile_max_autotune", 3.0},
+                       {"torch_compile_max_autotune_cd", 2.5},
+                       {"cuda_graph", 1.0}};
+  run_builtins(options(3));
+  run_builtins(options(30));
+  std::set<std::pair<std::string, std::string>> applied;
+  for (const auto& call : backend_.builtin_calls) {
+    EXPECT_TRUE(applied.insert({call.transform, call.file.filename().string()}).second)
+        << call.transform << " on " << call.file << " twice";
+  }
+  EXPECT_GT(backend_.builtin_calls.size(), 4u);
+}
+
 TEST_F(LoopTest, TheCriticIsAskedOutsideTheKbTransaction) {
   backend_.llm_speedup = 1.25;
   auto o = options(1);
@@ -346,11 +406,13 @@ TEST_F(LoopTest, TheCriticIsAskedOutsideTheKbTransaction) {
 class Eligibility : public ::testing::Test {
  protected:
   std::set<std::string> eligible(const std::vector<std::string>& lineage,
-                                 const std::vector<std::string>& ops) {
+                                 const std::vector<std::string>& ops,
+                                 const std::vector<fs::path>& ancestry = {}) {
     KnowledgeBase kb(dir_ / "kb.sqlite");
     optimize_detail::Current current;
     current.is_reference = lineage.empty();
     current.lineage = lineage;
+    current.ancestry = ancestry;
     std::set<std::string> ids;
     for (const auto& t : optimize_detail::eligible_techniques(kb.techniques("cuda"), "model",
                                                               current, {}, {}, false, ops)) {
@@ -374,6 +436,33 @@ TEST_F(Eligibility, ACompiledModelIsNotCompiledAgain) {
   // reduce-overhead already replays a graph: no second graph over it.
   EXPECT_EQ(
       eligible({"cuda/builtin-torch-compile-cudagraphs"}, {}).count("cuda/builtin-cuda-graph"), 0u);
+}
+
+TEST_F(Eligibility, ACompileVariantReplacesTheCompiledModelOnItsAncestor) {
+  KnowledgeBase kb(dir_ / "kb.sqlite");
+  const auto all = kb.techniques("cuda");
+  optimize_detail::Current current;
+  current.file = "s001.py";
+  current.is_reference = false;
+  current.lineage = {"cuda/builtin-torch-compile"};
+  current.ancestry = {"reference.py"};
+  auto base_for = [&](const std::string& id) {
+    const auto technique = kb.technique(id);
+    EXPECT_TRUE(technique.has_value()) << id;
+    return optimize_detail::builtin_base(*technique, all, current);
+  };
+  const auto autotune = base_for("cuda/builtin-torch-compile-max-autotune");
+  ASSERT_TRUE(autotune.has_value());
+  EXPECT_EQ(autotune->file, "reference.py");
+  EXPECT_TRUE(autotune->is_reference());
+  const auto graph = base_for("cuda/builtin-cuda-graph");
+  ASSERT_TRUE(graph.has_value());
+  EXPECT_EQ(graph->file, "s001.py");  // stacked on the compiled model
+  EXPECT_EQ(graph->depth, 1u);
+  EXPECT_FALSE(base_for("cuda/builtin-torch-compile").has_value());  // itself: the same candidate
+  const auto ids = eligible(current.lineage, {}, current.ancestry);
+  EXPECT_EQ(ids.count("cuda/builtin-torch-compile-max-autotune"), 1u);
+  EXPECT_EQ(ids.count("cuda/builtin-torch-compile"), 0u);
 }
 
 TEST_F(Eligibility, ConvolutionBuiltinsNeedAConvolution) {

@@ -82,6 +82,24 @@ nlohmann::json or_null(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json();
 }
 
+// The current implementation becomes `technique` applied to `base`.
+void descend(Current& current, const Base& base, const std::string& technique) {
+  const std::size_t depth = std::min(base.depth, current.lineage.size());
+  current.lineage.resize(depth);
+  current.ancestry.resize(std::min(depth, current.ancestry.size()));
+  current.ancestry.push_back(base.file);
+  current.lineage.push_back(technique);
+}
+
+// The base a recorded step applied its technique to (runs recorded before bases were: the
+// current implementation).
+Base recorded_base(const nlohmann::json& record, const fs::path& run_dir, const Current& current) {
+  const std::string name = record.value("base", "");
+  if (name.empty()) return base_of(current);
+  const std::size_t depth = record.value("base_depth", current.lineage.size());
+  return {run_dir / "candidates" / name, std::min(depth, current.lineage.size())};
+}
+
 }  // namespace
 
 Resumed Resumed::from(const RunDir& run) {
@@ -273,7 +291,8 @@ void Loop::restore(const std::vector<nlohmann::json>& steps) {
       slot.steps_without_gain = record.value("improved", false) ? 0 : slot.steps_without_gain + 1;
     }
     const std::string technique = record.value("technique", "");
-    tried_on_current_.insert(technique);
+    const Base base = recorded_base(record, run_.path(), current_);
+    tried_.insert({base.file.string(), technique});
     const std::string final_file = record.value("candidate", "");
     if (record.value("outcome", "") == "correct") ++correct_candidates_;
     const fs::path file = run_.path() / "candidates" / final_file;
@@ -293,8 +312,7 @@ void Loop::restore(const std::vector<nlohmann::json>& steps) {
       current_.speedup = record.value("speedup", 1.0);
       current_.signature = stored ? stored->signature : nlohmann::json();
       current_.time_ms = stored ? stored->cand_ms : std::nullopt;
-      current_.lineage.push_back(technique);
-      tried_on_current_.clear();
+      descend(current_, base, technique);
     }
   }
   if (!steps.empty()) {
@@ -332,8 +350,10 @@ nlohmann::json Loop::step(int iteration, int step_in_iteration, int global, bool
   nlohmann::json record = step_record_base(iteration, step_in_iteration, global,
                                            slots_[choice->slot], choice->state, choice->technique);
   progress_({"step_start", record});
+  record["base"] = choice->base.file.filename().string();
+  record["base_depth"] = choice->base.depth;
   const std::vector<Evaluation> evaluations = produce(*choice, global);
-  tried_on_current_.insert(choice->technique.id);
+  tried_.insert({choice->base.file.string(), choice->technique.id});
   const Evaluation& final = evaluations.back();
   const Scored scored = score(final);
   rollout_.push_back(trajectory_step(global, *choice, final, scored));
@@ -357,9 +377,10 @@ std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
   SelectorConfig selector;
   selector.llm_available = agents_.available();
   selector.allowed_requirements = allowed_requirements(options_, baseline_);
-  const auto techniques = eligible_techniques(
-      kb_.techniques(options_.backend), slots_[choice.slot].id, current_, tried_on_current_,
-      options_.techniques, backend_.traits().builtins_need_a_candidate, problem_ops_);
+  const auto all = kb_.techniques(options_.backend);
+  const auto techniques =
+      eligible_techniques(all, slots_[choice.slot].id, current_, tried_, options_.techniques,
+                          backend_.traits().builtins_need_a_candidate, problem_ops_);
   const Selection selection =
       select_technique(techniques, kb_.reward_stats(options_.backend, choice.state.state_id),
                        choice.state.state_id, options_.backend, hardware_, selector,
@@ -372,12 +393,16 @@ std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
     return std::nullopt;
   }
   choice.technique = *kb_.technique(selection.technique_id);
+  choice.base = base_of(current_);
+  if (choice.technique.implementer == "builtin") {
+    choice.base = builtin_base(choice.technique, all, current_).value_or(choice.base);
+  }
   return choice;
 }
 
 // The actor (or a built-in transform) and the fix agent; every candidate judged.
 std::vector<Evaluation> Loop::produce(const Choice& choice, int global) {
-  if (choice.technique.implementer == "builtin") return {builtin(choice.technique, global)};
+  if (choice.technique.implementer == "builtin") return {builtin(choice, global)};
   return llm_candidate(choice.technique, slots_[choice.slot], choice.state, global);
 }
 
@@ -486,7 +511,7 @@ void Loop::update(const Choice& choice, const Evaluation& final, const Scored& s
     best_ = BestCandidate{final.file,          *scored.speedup,     final.result.cand_ms,
                           final.result.ref_ms, choice.technique.id, global};
   }
-  if (scored.improved) accept(final, choice.technique, global);
+  if (scored.improved) accept(final, choice, global);
 }
 
 nlohmann::json Loop::step_record(nlohmann::json record, const std::vector<Evaluation>& evaluations,
@@ -537,14 +562,14 @@ Evaluation Loop::write_and_judge(const std::string& stem, const std::string& sou
   return evaluation;
 }
 
-Evaluation Loop::builtin(const TechniqueRow& technique, int global) {
-  const std::string transform = technique.builtin.value("transform", "");
-  const auto made = backend_.builtin(transform, current_.file, current_.is_reference);
+Evaluation Loop::builtin(const Choice& choice, int global) {
+  const std::string transform = choice.technique.builtin.value("transform", "");
+  const auto made = backend_.builtin(transform, choice.base.file, choice.base.is_reference());
   if (!made.source) {
     // The transform found nothing better than the current kernel (or does not apply to it):
     // no new candidate, a step without gain rather than a failure.
     Evaluation skipped;
-    skipped.file = current_.file;
+    skipped.file = choice.base.file;
     skipped.outcome = "skipped";
     skipped.result = EvalResult::failure(ErrorKind::skipped, made.why_not);
     return skipped;
@@ -661,15 +686,14 @@ CriticContext Loop::critic_context(const TrajectoryStep& judged) const {
   return context;
 }
 
-void Loop::accept(const Evaluation& evaluation, const TechniqueRow& technique, int global) {
+void Loop::accept(const Evaluation& evaluation, const Choice& choice, int global) {
+  descend(current_, choice.base, choice.technique.id);
   current_.file = evaluation.file;
   current_.is_reference = false;
   current_.speedup = evaluation.result.speedup.value_or(1.0);
   current_.time_ms = evaluation.result.cand_ms;
   current_.signature = evaluation.result.signature;
-  current_.lineage.push_back(technique.id);
-  tried_on_current_.clear();
-  note(fmt::format("step {}: {} is the new best, {:.3f}x over {}", global, technique.id,
+  note(fmt::format("step {}: {} is the new best, {:.3f}x over {}", global, choice.technique.id,
                    current_.speedup,
                    baseline_.speedup_baseline.empty() ? "eager" : baseline_.speedup_baseline));
 }

@@ -48,6 +48,7 @@ class Loop {
     std::size_t slot = 0;  // into slots_
     Classification state;
     TechniqueRow technique;
+    optimize_detail::Base base;  // what the technique is applied to
   };
   struct Scored {
     bool correct = false;
@@ -94,10 +95,9 @@ class Loop {
   std::vector<optimize_detail::Evaluation> llm_candidate(const TechniqueRow& technique,
                                                          const Slot& slot,
                                                          const Classification& state, int global);
-  optimize_detail::Evaluation builtin(const TechniqueRow& technique, int global);
+  optimize_detail::Evaluation builtin(const Choice& choice, int global);
   CriticContext critic_context(const TrajectoryStep& judged) const;
-  void accept(const optimize_detail::Evaluation& evaluation, const TechniqueRow& technique,
-              int global);
+  void accept(const optimize_detail::Evaluation& evaluation, const Choice& choice, int global);
   nlohmann::json finish(const std::string& status, const std::string& reason);
   nlohmann::json totals() const;
   double run_seconds() const;
@@ -119,7 +119,7 @@ class Loop {
   std::vector<Slot> slots_;
   optimize_detail::Current current_;
   std::optional<optimize_detail::BestCandidate> best_;
-  std::set<std::string> tried_on_current_;
+  optimize_detail::Tried tried_;
   std::vector<TrajectoryStep> rollout_;  // this iteration's steps, for the critic
   std::vector<std::string> heavy_ops_;
   std::vector<std::string> problem_ops_;  // the baseline profile's op names

@@ -71,16 +71,13 @@ std::vector<std::string> builtin_list(const TechniqueRow& t, const char* field) 
   return values;
 }
 
-bool shares_a_group(const TechniqueRow& technique, const std::vector<TechniqueRow>& all,
-                    const std::vector<std::string>& lineage) {
-  const auto groups = builtin_list(technique, "groups");
-  for (const auto& applied_id : lineage) {
-    const auto applied = std::find_if(all.begin(), all.end(),
-                                      [&](const TechniqueRow& t) { return t.id == applied_id; });
-    if (applied == all.end()) continue;
-    for (const auto& group : builtin_list(*applied, "groups")) {
-      if (std::find(groups.begin(), groups.end(), group) != groups.end()) return true;
-    }
+bool shares_a_group(const std::vector<std::string>& groups, const std::vector<TechniqueRow>& all,
+                    const std::string& applied_id) {
+  const auto applied = std::find_if(all.begin(), all.end(),
+                                    [&](const TechniqueRow& t) { return t.id == applied_id; });
+  if (applied == all.end()) return false;
+  for (const auto& group : builtin_list(*applied, "groups")) {
+    if (std::find(groups.begin(), groups.end(), group) != groups.end()) return true;
   }
   return false;
 }
@@ -99,9 +96,23 @@ bool problem_has_needed_ops(const TechniqueRow& technique,
 
 }  // namespace
 
+Base base_of(const Current& current) { return {current.file, current.lineage.size()}; }
+
+std::optional<Base> builtin_base(const TechniqueRow& technique,
+                                 const std::vector<TechniqueRow>& all, const Current& current) {
+  const auto groups = builtin_list(technique, "groups");
+  for (std::size_t i = 0; i < current.lineage.size(); ++i) {
+    if (current.lineage[i] == technique.id) return std::nullopt;
+    if (!shares_a_group(groups, all, current.lineage[i])) continue;
+    if (current.ancestry.size() != current.lineage.size()) return std::nullopt;
+    return Base{current.ancestry[i], i};
+  }
+  return base_of(current);
+}
+
 std::vector<TechniqueRow> eligible_techniques(const std::vector<TechniqueRow>& all,
                                               const std::string& slot, const Current& current,
-                                              const std::set<std::string>& tried_on_current,
+                                              const Tried& tried,
                                               const std::vector<std::string>& only,
                                               bool builtins_need_a_candidate,
                                               const std::vector<std::string>& problem_ops) {
@@ -110,14 +121,10 @@ std::vector<TechniqueRow> eligible_techniques(const std::vector<TechniqueRow>& a
     if (!only.empty() && std::find(only.begin(), only.end(), technique.id) == only.end()) continue;
     if (technique.implementer == "builtin") {
       if (slot != "model") continue;
-      if (builtins_need_a_candidate && current.is_reference) continue;
-      // A deterministic transform gives the same candidate again: one try per implementation.
-      if (tried_on_current.count(technique.id)) continue;
-      if (std::find(current.lineage.begin(), current.lineage.end(), technique.id) !=
-          current.lineage.end()) {
-        continue;
-      }
-      if (shares_a_group(technique, all, current.lineage)) continue;
+      const auto base = builtin_base(technique, all, current);
+      if (!base) continue;
+      if (builtins_need_a_candidate && base->is_reference()) continue;
+      if (tried.count({base->file.string(), technique.id})) continue;
       if (!problem_has_needed_ops(technique, problem_ops)) continue;
     }
     eligible.push_back(technique);

@@ -28,7 +28,30 @@ struct Current {
   std::optional<double> time_ms;
   nlohmann::json signature;          // its profile signature
   std::vector<std::string> lineage;  // the techniques applied to reach it, oldest first
+  // ancestry[i]: the implementation lineage[i] was applied to (ancestry[0] the reference).
+  std::vector<std::filesystem::path> ancestry;
 };
+
+// Where a step's technique is applied. A built-in sharing a group with one of the lineage (the
+// max-autotune compile after the default one) is not stacked on it: it is tried in its place, on
+// the implementation that one was applied to, keeping the `depth` lineage entries before it.
+struct Base {
+  std::filesystem::path file;
+  std::size_t depth = 0;  // lineage entries kept; 0: the reference
+  bool is_reference() const { return depth == 0; }
+};
+
+// The current implementation itself as a base.
+Base base_of(const Current& current);
+
+// The base a built-in would be applied to; none when it is in the lineage already, or conflicts
+// with a lineage entry whose ancestor is unknown.
+std::optional<Base> builtin_base(const TechniqueRow& technique,
+                                 const std::vector<TechniqueRow>& all, const Current& current);
+
+// (implementation file, technique id) pairs already tried: a deterministic built-in applied to
+// one implementation gives the same candidate again.
+using Tried = std::set<std::pair<std::string, std::string>>;
 
 // The best verified candidate of the run: at first the reference itself, the run's floor.
 struct BestCandidate {
@@ -59,14 +82,14 @@ std::vector<std::string> allowed_requirements(const OptimizeOptions& options,
                                               const EvalResult& baseline);
 
 // Techniques a step in `slot` may pick: those in `only` (when it is not empty); built-ins only
-// for the whole model, none already in the current implementation's lineage or tried on it, none
-// sharing a group ("compile", "graph") with a built-in of the lineage (a compiled model is not
-// compiled again), none needing ops the problem lacks (`needs_ops`: substrings of the baseline
-// profile's op names; unknown ops filter nothing), and (native backends, whose built-ins tune a
-// kernel) only once there is a candidate to tune.
+// for the whole model, none already in the current implementation's lineage or tried on its base
+// (builtin_base: one sharing a group such as "compile" with a built-in of the lineage replaces
+// that one instead of compiling a compiled model again), none needing ops the problem lacks
+// (`needs_ops`: substrings of the baseline profile's op names; unknown ops filter nothing), and
+// (native backends, whose built-ins tune a kernel) only once there is a candidate to tune.
 std::vector<TechniqueRow> eligible_techniques(const std::vector<TechniqueRow>& all,
                                               const std::string& slot, const Current& current,
-                                              const std::set<std::string>& tried_on_current,
+                                              const Tried& tried,
                                               const std::vector<std::string>& only,
                                               bool builtins_need_a_candidate,
                                               const std::vector<std::string>& problem_ops = {});
