@@ -38,6 +38,7 @@ class FakeBackend : public Backend {
   }
 
   const BackendTraits& traits() const override { return traits_; }
+  BackendTraits& mutable_traits() { return traits_; }
   // Set: the backend measures its own baseline (as native backends do) instead of the reference.
   std::optional<EvalResult> measured;
   std::optional<EvalResult> measured_baseline() override { return measured; }
@@ -369,6 +370,19 @@ TEST_F(LoopTest, AResumedRunRetriesNoBuiltinOnTheSameBase) {
         << call.transform << " on " << call.file << " twice";
   }
   EXPECT_GT(backend_.builtin_calls.size(), 4u);
+}
+
+// A verified implementation is stored in the language its backend's candidates are written in.
+TEST_F(LoopTest, AnImplementationIsStoredInItsBackendsLanguage) {
+  backend_.mutable_traits().agent_format = [](const std::string&) {
+    return AgentFormat{"backend_rvv", "RISC-V vector intrinsics", {{"kernel.c", "c"}}, true, false};
+  };
+  backend_.speedups = {{"torch_compile", 2.0}};
+  run_builtins(options(1));
+  KnowledgeBase kb(dir_ / "kb.sqlite");
+  const auto rows = kb.query({.kind = "implementations"});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["language"], "c") << rows[0].dump();
 }
 
 TEST_F(LoopTest, TheCriticIsAskedOutsideTheKbTransaction) {

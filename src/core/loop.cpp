@@ -476,7 +476,7 @@ Loop::Committed Loop::commit(const Choice& choice, const std::vector<Evaluation>
       impl.technique_id = choice.technique.id;
       impl.run_id = run_id_;
       impl.attempt_id = committed.attempt_id;
-      impl.language = "python";
+      impl.language = backend_.traits().agent_format(options_.device).outputs.front().language;
       impl.source = read_text_file(final.file, "candidate");
       impl.speedup = scored.speedup;
       impl.time_ms = rollout_.back().time_after_ms;
