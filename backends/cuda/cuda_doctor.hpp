@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "mblast/doctor.hpp"
+#include "mblast/doctor_check.hpp"
 
 namespace mblast {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "mblast/agent_format.hpp"
-#include "mblast/doctor.hpp"
+#include "mblast/doctor_check.hpp"
 #include "mblast/eval_options.hpp"
 #include "mblast/eval_result.hpp"
 

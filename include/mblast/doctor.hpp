@@ -7,16 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace mblast {
+#include "mblast/doctor_check.hpp"
 
-struct DoctorCheck {
-  std::string name;
-  bool ok = false;
-  std::string detail;
-  std::string fix;  // empty when ok
-  // The OpenCL and RVV backends (and CI, which has no GPU) cannot work without this check.
-  bool required_for_cpu_backends = false;
-};
+namespace mblast {
 
 struct DoctorOptions {
   std::filesystem::path kb_path;        // empty: the default KB location (DESIGN.md §8)

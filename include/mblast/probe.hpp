@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "mblast/doctor.hpp"
+#include "mblast/doctor_check.hpp"
 #include "mblast/process.hpp"
 
 namespace mblast::probing {
