@@ -1,5 +1,5 @@
-// The backends, one row each (DESIGN.md §3): their traits and how to make one. Nothing outside
-// backends/ switches on a backend's name; a new backend is a new row here.
+// The backends, one row each (docs/ARCHITECTURE.md §3): their traits and how to make one. Nothing
+// outside backends/ switches on a backend's name; a new backend is a new row here.
 #include <algorithm>
 
 #include "cuda/cuda_backend.hpp"

@@ -1,8 +1,8 @@
 #pragma once
 // Building candidate CUDA with plain nvcc into shared objects that the Python worker loads with
-// mblast_cuda.load (backends/cuda/worker/mblast_cuda/) instead of load_inline (DESIGN.md §4).
-// The cache key, the compiled text and the nvcc flags must match mblast_cuda/nvcc.py byte for byte,
-// so that the worker finds what the driver pre-built; tests/cuda_build_test.cpp checks that.
+// mblast_cuda.load (backends/cuda/worker/mblast_cuda/) instead of load_inline (docs/ARCHITECTURE.md
+// §4). The cache key, the compiled text and the nvcc flags must match mblast_cuda/nvcc.py byte for
+// byte, so that the worker finds what the driver pre-built; tests/cuda_build_test.cpp checks that.
 #include <chrono>
 #include <filesystem>
 #include <optional>

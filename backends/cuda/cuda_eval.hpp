@@ -13,11 +13,11 @@
 
 namespace mblast {
 
-// The result object of DESIGN.md §8: correct, max_abs_err, max_rel_err, ref_ms, cand_ms, speedup,
-// flags, error, plus tolerance, timing, build and sandbox details, the worker's phase_seconds,
-// and build_seconds (its CUDA builds), eval_seconds (from taking a worker to its answer) and
-// worker_wait_seconds (the part of eval_seconds spent waiting for the worker's ready line).
-// Throws mblast::Error (exit 2) when the problem itself is unusable; a bad candidate is a
+// The result object of docs/ARCHITECTURE.md §3: correct, max_abs_err, max_rel_err, ref_ms, cand_ms,
+// speedup, flags, error, plus tolerance, timing, build and sandbox details, the worker's
+// phase_seconds, and build_seconds (its CUDA builds), eval_seconds (from taking a worker to its
+// answer) and worker_wait_seconds (the part of eval_seconds spent waiting for the worker's ready
+// line). Throws mblast::Error (exit 2) when the problem itself is unusable; a bad candidate is a
 // result, not an exception.
 nlohmann::json evaluate(const EvalOptions& options, WorkerPool& workers);
 

@@ -59,8 +59,8 @@ class NativeBackend {
   virtual ~NativeBackend() = default;
   virtual std::string name() const = 0;  // "opencl" | "rvv"
   virtual NativeRunResult run(const std::filesystem::path& candidate, const BundleSet& bundles) = 0;
-  // The profile signature of a run that built and ran (DESIGN.md §3): the numbers the state
-  // classifier reads, from the run's timing or cost and the bundles' recorded work.
+  // The profile signature of a run that built and ran (docs/ARCHITECTURE.md §3): the numbers the
+  // state classifier reads, from the run's timing or cost and the bundles' recorded work.
   virtual nlohmann::json signature(const NativeRunResult& run, const BundleSet& bundles) = 0;
   // The baselines, primary first; measured once and remembered by the backend object.
   virtual std::vector<NativeBaseline> baselines(const std::filesystem::path& problem,

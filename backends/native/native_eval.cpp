@@ -17,7 +17,7 @@ nlohmann::json native_tolerance(const EvalOptions& options, const nlohmann::json
       meta.is_object() ? meta.value("eager", nlohmann::json::object()) : nlohmann::json::object();
   // The rule of the CUDA judge (compare.widened): both atol and rtol widened to 1.5 x eager's
   // policy error, the smallest t with |eager - r| <= t + t |r|, so never stricter than PyTorch's
-  // own fp32 result on the same inputs (DESIGN.md §3).
+  // own fp32 result on the same inputs (docs/ARCHITECTURE.md §3).
   const double eager_err = eager.value("policy_err", 0.0);
   double atol = options.atol;
   double rtol = options.rtol;

@@ -10,8 +10,8 @@
 
 namespace mblast {
 
-// The precision policy of DESIGN.md §3 for a native problem: options.atol / rtol, widened to
-// 1.5x PyTorch's own fp32 error (bundles' meta "eager") unless the policy is "strict".
+// The precision policy of docs/ARCHITECTURE.md §3 for a native problem: options.atol / rtol,
+// widened to 1.5x PyTorch's own fp32 error (bundles' meta "eager") unless the policy is "strict".
 // {"atol", "rtol", "policy", "widened_by_eager", "requested_atol", "requested_rtol"}.
 nlohmann::json native_tolerance(const EvalOptions& options, const nlohmann::json& bundle_meta);
 

@@ -1,7 +1,7 @@
 #pragma once
-// The parts of a native profile signature (DESIGN.md §3) that OpenCL and RVV share: the work one
-// forward must do at least (recorded in the bundles' meta.json by the Python worker) set against
-// what a candidate measured, as the speed-of-light fractions the state classifier reads.
+// The parts of a native profile signature (docs/ARCHITECTURE.md §3) that OpenCL and RVV share: the
+// work one forward must do at least (recorded in the bundles' meta.json by the Python worker) set
+// against what a candidate measured, as the speed-of-light fractions the state classifier reads.
 #include <optional>
 
 #include <nlohmann/json.hpp>

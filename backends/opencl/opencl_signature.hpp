@@ -1,7 +1,7 @@
 #pragma once
-// The profile signature of one OpenCL run (DESIGN.md §3): the per-launch event times of one
-// forward pass as kernel time shares and launch gaps, and the forward's achieved fraction of the
-// device's measured bandwidth and FLOP rate.
+// The profile signature of one OpenCL run (docs/ARCHITECTURE.md §3): the per-launch event times of
+// one forward pass as kernel time shares and launch gaps, and the forward's achieved fraction of
+// the device's measured bandwidth and FLOP rate.
 #include <optional>
 
 #include <nlohmann/json.hpp>

@@ -1,9 +1,9 @@
 #pragma once
-// The loop's LLM agents (DESIGN.md §1): the actor writes a candidate, the fix agent repairs one,
-// the critic turns a rollout into knowledge-base edits, the state summary assists the numeric
-// classifier. Templates live in prompts/, are compiled in, and can be overridden file by file
-// from $MBLAST_PROMPTS_DIR. The contexts are plain data that the loop fills from the KB and from
-// measurements; rendering is deterministic so that prompts have golden tests.
+// The loop's LLM agents (docs/ARCHITECTURE.md §1): the actor writes a candidate, the fix agent
+// repairs one, the critic turns a rollout into knowledge-base edits, the state summary assists the
+// numeric classifier. Templates live in prompts/, are compiled in, and can be overridden file by
+// file from $MBLAST_PROMPTS_DIR. The contexts are plain data that the loop fills from the KB and
+// from measurements; rendering is deterministic so that prompts have golden tests.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -20,7 +20,7 @@
 
 namespace mblast {
 
-// Tolerances and precision permissions of the task (DESIGN.md §3).
+// Tolerances and precision permissions of the task (docs/ARCHITECTURE.md §3).
 struct PrecisionPolicy {
   double atol = 1e-4;
   double rtol = 1e-4;

@@ -1,8 +1,8 @@
 #pragma once
-// One target of the loop (DESIGN.md §3): a backend builds a candidate (an artifact, or the error
-// text that stopped it), then verifies, measures and profiles it — the CUDA backend serves those
-// three from one worker request, so that reference and candidate stay interleaved in one
-// process. Results are typed (EvalResult); failures are data in them, not exceptions.
+// One target of the loop (docs/ARCHITECTURE.md §3): a backend builds a candidate (an artifact, or
+// the error text that stopped it), then verifies, measures and profiles it — the CUDA backend
+// serves those three from one worker request, so that reference and candidate stay interleaved in
+// one process. Results are typed (EvalResult); failures are data in them, not exceptions.
 //
 // The registry holds one row per backend with its traits; the CLI, option checks, prompt formats
 // and the loop ask it, never a backend's name. Adding a backend is adding a row.

@@ -12,7 +12,7 @@
 namespace mblast {
 
 struct DoctorOptions {
-  std::filesystem::path kb_path;        // empty: the default KB location (DESIGN.md §8)
+  std::filesystem::path kb_path;        // empty: the default KB location (docs/ARCHITECTURE.md §8)
   bool check_llm_connectivity = false;  // reserved, not used yet
   std::vector<std::string> only;        // names of the checks to run; empty: all of them
 };

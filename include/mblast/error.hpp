@@ -1,6 +1,6 @@
 #pragma once
 // One exception type for every user-facing failure. The kind decides the process exit code:
-// 0 ok, 1 the job failed, 2 bad usage or bad input (DESIGN.md §8).
+// 0 ok, 1 the job failed, 2 bad usage or bad input (docs/ARCHITECTURE.md §8).
 #include <stdexcept>
 #include <string>
 

@@ -1,9 +1,9 @@
 #pragma once
 // What judging one candidate found, as every backend returns it and the loop, the KB writes and
-// the run directory read it: the result object of DESIGN.md §8 with typed fields. Failures are
-// data here (an error kind and its text), not exceptions. JSON only at the edges: to_json() is
-// what `mblast eval --json` prints and the run directory stores, with every field a judge adds
-// beyond these kept as it came (`extra`).
+// the run directory read it: the result object of docs/ARCHITECTURE.md §3 with typed fields.
+// Failures are data here (an error kind and its text), not exceptions. JSON only at the edges:
+// to_json() is what `mblast eval --json` prints and the run directory stores, with every field a
+// judge adds beyond these kept as it came (`extra`).
 #include <optional>
 #include <string>
 #include <string_view>

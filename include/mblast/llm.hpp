@@ -1,7 +1,8 @@
 #pragma once
 // The LLM layer: one client interface over OpenAI-compatible endpoints, Anthropic's Messages API,
-// an external command and recorded cassettes; settings, accounting and budgets (DESIGN.md §3).
-// API keys come from the environment, stay in memory and never reach logs, errors or files.
+// an external command and recorded cassettes; settings, accounting and budgets
+// (docs/ARCHITECTURE.md §3). API keys come from the environment, stay in memory and never reach
+// logs, errors or files.
 #include <chrono>
 #include <cstdint>
 #include <filesystem>

@@ -1,6 +1,6 @@
 #pragma once
-// `mblast optimize`: the MAIC-RL loop of DESIGN.md §1 over one problem. Each step picks a slot,
-// classifies its state, picks a technique by UCB over the KB, has the actor (or a built-in
+// `mblast optimize`: the MAIC-RL loop of docs/ARCHITECTURE.md §1 over one problem. Each step picks
+// a slot, classifies its state, picks a technique by UCB over the KB, has the actor (or a built-in
 // transform) write a candidate, repairs it with the fix agent when it fails, judges it, and
 // writes the reward, the critic's claims and the implementation to the KB in one transaction.
 // Everything a run produces lives in its run directory, which is enough to resume it.
@@ -57,9 +57,9 @@ struct ProgressEvent {
 };
 using ProgressFn = std::function<void(const ProgressEvent&)>;
 
-// Runs a new loop. The returned object is DESIGN.md §8's optimize --json result: best_speedup,
-// correct, evaluations, run_dir, tokens, cost_usd, plus status, stop_reason, steps, best file,
-// baseline and LLM details. Throws mblast::Error (exit 2) for unusable input.
+// Runs a new loop. The returned object is docs/ARCHITECTURE.md §8's optimize --json result:
+// best_speedup, correct, evaluations, run_dir, tokens, cost_usd, plus status, stop_reason, steps,
+// best file, baseline and LLM details. Throws mblast::Error (exit 2) for unusable input.
 nlohmann::json optimize(OptimizeOptions options, const ProgressFn& progress);
 
 // Continues the run in `run_dir` with the options it was started with; finished steps and

@@ -121,8 +121,9 @@ std::vector<Slot> slots_from_signature(const nlohmann::json& signature, bool per
 
 // ---- Reward ------------------------------------------------------------------------------------
 
-// Correctness-gated (DESIGN.md §3): a correct candidate earns log(speedup / best_before), where
-// both speedups are over the same eager baseline; anything else earns failure_reward.
+// Correctness-gated (docs/ARCHITECTURE.md §3): a correct candidate earns log(speedup /
+// best_before), where both speedups are over the same eager baseline; anything else earns
+// failure_reward.
 double step_reward(bool correct, std::optional<double> speedup, double best_before,
                    double failure_reward = -1.0);
 

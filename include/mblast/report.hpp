@@ -1,7 +1,7 @@
 #pragma once
 // `mblast report`: KernelBench metrics, a per-problem table and plots for one run directory or a
-// batch directory (DESIGN.md §7). Loading, metrics and rendering are separate so tests and
-// scripts can use each part.
+// batch directory (docs/ARCHITECTURE.md §7). Loading, metrics and rendering are separate so tests
+// and scripts can use each part.
 #include <cstdint>
 #include <filesystem>
 #include <map>

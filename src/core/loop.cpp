@@ -1,5 +1,6 @@
-// The MAIC-RL loop (DESIGN.md §1). Read `Loop::run` first: baseline, then iterations of steps,
-// each step: slot -> state -> technique -> candidate (+ fixes) -> judge -> reward, critic, KB.
+// The MAIC-RL loop (docs/ARCHITECTURE.md §1). Read `Loop::run` first: baseline, then iterations of
+// steps, each step: slot -> state -> technique -> candidate (+ fixes) -> judge -> reward, critic,
+// KB.
 #include "core/loop.hpp"
 
 #include <spdlog/sinks/basic_file_sink.h>

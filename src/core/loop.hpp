@@ -1,6 +1,6 @@
 #pragma once
-// The MAIC-RL loop (DESIGN.md §1) over its four collaborators: the backend that judges, the
-// knowledge base it learns into, the agents that write candidates, and the run directory that
+// The MAIC-RL loop (docs/ARCHITECTURE.md §1) over its four collaborators: the backend that judges,
+// the knowledge base it learns into, the agents that write candidates, and the run directory that
 // makes it resumable. `optimize()` wires real ones; tests pass a scripted backend and a fake LLM.
 #include <atomic>
 #include <chrono>

@@ -1,4 +1,4 @@
-"""Error metrics against the float64 reference, and the tolerance policy (DESIGN.md §3).
+"""Error metrics against the float64 reference, and the tolerance policy (docs/ARCHITECTURE.md §3).
 
 Comparisons stream: an output is compared chunk by chunk (CHUNK_ELEMENTS at a time), so that no
 float64 copy of a whole output, nor any full-size temporary, is ever made. KernelBench outputs

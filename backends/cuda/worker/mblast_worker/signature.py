@@ -1,4 +1,4 @@
-"""Profile signatures: the numbers the state classifier reads (DESIGN.md §3).
+"""Profile signatures: the numbers the state classifier reads (docs/ARCHITECTURE.md §3).
 
 A signature is a flat dict of metric name -> number, using the names of the seed states'
 conditions (kb_schema/seed/states.json), plus `ops` and `kernels`: the per-op and per-kernel time

@@ -117,7 +117,7 @@ def _poison_count(out: Any) -> int:
 
 
 def _trial_tolerance(v: Verdict, sf: SeedFacts) -> Tol:
-    """The tolerance policy of DESIGN.md section 3, from this seed's eager error."""
+    """The tolerance policy of docs/ARCHITECTURE.md §3, from this seed's eager error."""
     tol = widened(v.base, sf.eager_policy_err, v.policy)
     if tol.atol > v.base.atol or tol.rtol > v.base.rtol:
         v.widened_by_eager = True
