@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The stratified 30-problem batch of benchmarks/kernelbench_sample30.txt on the GPU machine, from
+# the repository root (carry [".device", ".kb"], made by `benchmarks/h200/acceptance.sh prepare`):
+#
+#   benchmarks/h200/sample30.sh [LEVELS [GPUS [MAX_EVALS]]]     # defaults: "1 2 3", 0, 8
+#
+# Per level: `scripts/run_kernelbench.sh` runs `mblast optimize --llm none` on its ten problems,
+# one process per GPU, at most MAX_EVALS evaluations each (the reference's included); then
+# best_of.py judges the controls (CUDA graph, torch.compile, max-autotune on the reference) of
+# the same problems in the same batch directory; then `mblast report` prints the level's table,
+# mblast's speedups beside the best-of column. Batches land in $OUT/sample30/levelN.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+levels=${1:-1 2 3}
+gpus=${2:-0}
+max_evals=${3:-8}
+out=${OUT:-sample30-results}/sample30
+export LD_LIBRARY_PATH=$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+command -v bwrap >/dev/null || export PATH=$PWD/.device/bin:$PATH
+mkdir -p "$out"
+for level in $levels; do
+  problems=$(awk -v l="$level" '$1 == l {print $2}' benchmarks/kernelbench_sample30.txt)
+  [ -n "$problems" ] || { echo "sample30.sh: no level $level in the sample" >&2; exit 2; }
+  batch=$out/level$level
+  start=$(date +%s)
+  scripts/run_kernelbench.sh --level "$level" --kernelbench .kb --problems "$problems" --gpus "$gpus" \
+    --out "$batch" --mblast .device/mblast -- --llm none --iterations 1 --steps "$max_evals" \
+    --max-evaluations "$max_evals" >"$batch.log" 2>&1 || echo "level $level: run_kernelbench.sh exit $?"
+  python3 benchmarks/h200/best_of.py --kernelbench .kb --level "$level" --problems "$problems" \
+    --out "$batch" --mblast .device/mblast --gpus "$gpus" >>"$batch.log" 2>&1 || echo "level $level: best_of.py exit $?"
+  echo "level $level: $(($(date +%s) - start)) s"
+  .device/mblast report "$batch" --json >"$batch/report.json" || true
+  .device/mblast report "$batch" | tee "$batch/report.md" | sed -n '1,60p'
+done
