@@ -287,7 +287,7 @@ TEST(ReportCli, BadInputExitsTwoWithAFix) {
   }
   auto help = run_mblast({"report", "--help"});
   EXPECT_EQ(help.exit_code, 0);
-  for (const char* word : {"DIR", "--html", "--json", "--kb", "fast_p"}) {
+  for (const char* word : {"DIR", "--html", "--json", "--kb", "fast_p", "baselines.jsonl"}) {
     EXPECT_NE(help.out.find(word), std::string::npos) << word;
   }
 }

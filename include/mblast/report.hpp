@@ -48,6 +48,11 @@ struct ProblemRow {
   // Running best speedup after each step that had one: (evaluations so far, best speedup).
   std::vector<std::pair<double, double>> trajectory;
   std::vector<StateVisit> states;  // in the order the steps first reached them
+  // The batch's controls (baselines.jsonl): the best of eager (1.0) and each correct control's
+  // speedup over eager; known when the task has at least one line.
+  std::optional<double> best_of;
+  std::vector<std::string> best_of_measured;  // the controls with a line, sorted
+  std::optional<double> speedup_vs_best_of;   // speedup / best_of, for a correct row
 };
 
 struct Report {
@@ -58,8 +63,9 @@ struct Report {
   std::vector<std::string> warnings;  // skipped lines, missing files: said, not fatal
 };
 
-// Reads a run directory (run.json) or a batch directory (results.jsonl and/or runs/). Throws
-// input_error (exit 2) when DIR is neither or its run.json is malformed.
+// Reads a run directory (run.json) or a batch directory (results.jsonl and/or runs/; its
+// baselines.jsonl gives the best-of controls). Throws input_error (exit 2) when DIR is neither
+// or its run.json is malformed.
 Report load_report(const std::filesystem::path& dir);
 
 // Metrics over one kind of speedup, as KernelBench defines them.
@@ -79,8 +85,10 @@ struct Metrics {
   std::int64_t unfinished = 0;  // a run folder without run.json
   std::int64_t correct = 0;
   double correctness_rate = 0;
-  SpeedupMetrics vs_eager;    // best_speedup (over each run's speedup_baseline)
-  SpeedupMetrics vs_compile;  // over the problems whose torch.compile time is known
+  SpeedupMetrics vs_eager;                // best_speedup (over each run's speedup_baseline)
+  SpeedupMetrics vs_compile;              // over the problems whose torch.compile time is known
+  SpeedupMetrics vs_best_of;              // over the problems whose best-of is known
+  std::optional<double> best_of_geomean;  // the controls' own level over eager, on those problems
   std::map<std::string, std::int64_t> policies, hardware, backends, baselines;
   nlohmann::json tolerances = nlohmann::json::array();  // [{atol, rtol, problems}]
   std::int64_t widened_by_eager = 0;

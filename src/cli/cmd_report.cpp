@@ -21,7 +21,9 @@ batch.json lists without a finished run count as not correct.
 Metrics follow KernelBench: correctness rate; fast_p, the share of ALL problems that are correct
 and more than p times faster (p = 0, 1, 1.5, 2); the geometric-mean speedup over the correct
 problems. Each against eager (a native backend's own baseline) and against torch.compile where
-its time was measured.
+its time was measured. A batch's baselines.jsonl (controls such as cuda_graph and torch_compile
+judged in the same batch) gives the best-of column: per problem the fastest of eager and its
+correct controls, with the metrics against it.
 Technique win rates come from the KB each run wrote to, over the attempts of these runs; with
 --kb PATH, over every attempt in that KB.)";
 

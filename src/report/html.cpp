@@ -47,20 +47,22 @@ void metrics_table(std::ostream& out, const Metrics& m) {
         << "</td><td class=\"n\">" << h(line.vs_compile) << "</td></tr>\n";
   }
   out << "</table>\n";
+  if (shows_best_of(m)) out << "<p>" << h(best_of_text(m)) << "</p>\n";
 }
 
 void problems_table(std::ostream& out, const Report& report, const Metrics& m) {
   out << "<div class=\"scroll\"><table><tr>";
   const auto headers = problem_headers(m);
   for (std::size_t i = 0; i < headers.size(); ++i) {
-    out << "<th" << (numeric_column(i) ? " class=\"n\"" : "") << ">" << h(headers[i]) << "</th>";
+    out << "<th" << (numeric_column(i, headers.size()) ? " class=\"n\"" : "") << ">"
+        << h(headers[i]) << "</th>";
   }
   out << "</tr>\n";
   for (const auto& row : report.rows) {
-    const auto cells = problem_cells(row);
+    const auto cells = problem_cells(row, m);
     out << "<tr>";
     for (std::size_t i = 0; i < cells.size(); ++i) {
-      std::string cls = numeric_column(i) ? "n" : "";
+      std::string cls = numeric_column(i, cells.size()) ? "n" : "";
       if (i == 2) cls = row.correct ? "yes" : "no";
       out << "<td" << (cls.empty() ? "" : " class=\"" + cls + "\"") << ">" << h(cells[i])
           << "</td>";

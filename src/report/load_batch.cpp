@@ -1,4 +1,5 @@
-// A batch directory: batch.json (the problems), results.jsonl (finished runs) and runs/.
+// A batch directory: batch.json (the problems), results.jsonl (finished runs), runs/ and
+// baselines.jsonl (the controls judged in the same batch).
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -173,6 +174,7 @@ Report load_batch(const fs::path& dir) {
     report.rows.push_back(row ? std::move(*row) : not_run(listed, report.batch));
   }
   for (auto& row : collected.rest()) report.rows.push_back(std::move(row));
+  add_best_of(dir / "baselines.jsonl", report.rows, report.warnings);
   return report;
 }
 

@@ -32,6 +32,10 @@ std::vector<std::pair<double, double>> read_trajectory(const std::filesystem::pa
                                                        std::vector<std::string>& warnings);
 
 Report load_batch(const std::filesystem::path& dir);
+// Sets each row's best-of from a batch's baselines.jsonl (nothing when the file is absent);
+// lines without a task and baseline, and tasks that are not rows, are said in `warnings`.
+void add_best_of(const std::filesystem::path& file, std::vector<ProblemRow>& rows,
+                 std::vector<std::string>& warnings);
 
 // "2_x" before "10_x": digit runs compare as numbers.
 bool natural_less(const std::string& a, const std::string& b);

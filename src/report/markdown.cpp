@@ -74,13 +74,16 @@ std::string to_markdown(const Report& report, const Metrics& m, const TechniqueS
     lines.push_back({line.name, line.vs_eager, line.vs_compile});
   table(out, {"metric", "vs " + m.vs_eager.baseline, "vs torch.compile"}, lines,
         {false, true, true});
+  if (shows_best_of(m)) out << "\n" << best_of_text(m) << "\n";
 
   out << "\n## Problems\n\n";
   std::vector<std::vector<std::string>> rows;
-  for (const auto& row : report.rows) rows.push_back(problem_cells(row));
+  for (const auto& row : report.rows) rows.push_back(problem_cells(row, m));
   const auto headers = problem_headers(m);
   std::vector<bool> right;
-  for (std::size_t i = 0; i < headers.size(); ++i) right.push_back(numeric_column(i));
+  for (std::size_t i = 0; i < headers.size(); ++i) {
+    right.push_back(numeric_column(i, headers.size()));
+  }
   table(out, headers, rows, right);
 
   write_states(out, report);

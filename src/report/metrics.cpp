@@ -68,6 +68,19 @@ void add_tolerance(nlohmann::json& tolerances, const nlohmann::json& tolerance) 
                         {"problems", 1}});
 }
 
+// Against each problem's best-of: over every problem whose best-of is known, run or not.
+void add_best_of_metrics(Metrics& m, const std::vector<ProblemRow>& rows) {
+  std::vector<double> levels, ratios;
+  for (const auto& row : rows) {
+    if (!row.best_of) continue;
+    levels.push_back(*row.best_of);
+    if (row.correct && row.speedup_vs_best_of) ratios.push_back(*row.speedup_vs_best_of);
+  }
+  m.vs_best_of =
+      speedup_metrics("best-of", std::move(ratios), static_cast<std::int64_t>(levels.size()));
+  m.best_of_geomean = geometric_mean(levels);
+}
+
 }  // namespace
 
 Metrics compute_metrics(const std::vector<ProblemRow>& rows) {
@@ -108,6 +121,7 @@ Metrics compute_metrics(const std::vector<ProblemRow>& rows) {
       m.problems ? static_cast<double>(m.correct) / static_cast<double>(m.problems) : 0;
   m.vs_eager = speedup_metrics(baseline_name(m.baselines), std::move(eager), m.problems);
   m.vs_compile = speedup_metrics("torch.compile", std::move(compiled), compile_problems);
+  add_best_of_metrics(m, rows);
   return m;
 }
 

@@ -77,27 +77,44 @@ std::vector<MetricLine> metric_lines(const Metrics& m) {
   return lines;
 }
 
-std::vector<std::string> problem_headers(const Metrics& m) {
-  return {"task",   "status", "correct",       "vs " + m.vs_eager.baseline, "vs compile", "evals",
-          "tokens", "cost",   "best technique"};
+bool shows_best_of(const Metrics& m) { return m.vs_best_of.problems > 0; }
+
+std::string best_of_text(const Metrics& m) {
+  if (!shows_best_of(m)) return "";
+  const auto& b = m.vs_best_of;
+  return "vs best-of (per problem the fastest of eager and its correct controls, judged in this "
+         "batch; known for " +
+         std::to_string(b.problems) + " of " + std::to_string(m.problems) + " problems): fast_1 " +
+         percent_text(b.fast_p.at("fast_1")) + ", fast_1.5 " +
+         percent_text(b.fast_p.at("fast_1.5")) + ", geomean " + speedup_text(b.geomean) +
+         "; mblast geomean over eager " + speedup_text(m.vs_eager.geomean) +
+         " (correct problems) beside best-of geomean over eager " +
+         speedup_text(m.best_of_geomean) + " (" + std::to_string(b.problems) + " problems)";
 }
 
-std::vector<std::string> problem_cells(const ProblemRow& row) {
-  std::string correct = row.correct ? "yes" : "no";
+std::vector<std::string> problem_headers(const Metrics& m) {
+  std::vector<std::string> headers = {"task", "status", "correct", "vs " + m.vs_eager.baseline,
+                                      "vs compile"};
+  if (shows_best_of(m)) headers.push_back("best-of");
+  headers.insert(headers.end(), {"evals", "tokens", "cost", "best technique"});
+  return headers;
+}
+
+std::vector<std::string> problem_cells(const ProblemRow& row, const Metrics& m) {
   std::string vs_compile = speedup_text(row.speedup_vs_compile);
   if (row.correct && !row.speedup_vs_compile && !row.compile_known) vs_compile = "n/a";
+  std::vector<std::string> cells = {row.task, row.status, row.correct ? "yes" : "no",
+                                    speedup_text(row.speedup), vs_compile};
+  if (shows_best_of(m)) cells.push_back(speedup_text(row.best_of));
   const bool ran = row.status != "not run";
-  return {row.task,
-          row.status,
-          correct,
-          speedup_text(row.speedup),
-          vs_compile,
-          ran ? std::to_string(row.evaluations) : "-",
-          ran ? std::to_string(row.tokens) : "-",
-          cost_text(row.cost_usd),
-          row.best_technique.empty() ? "-" : row.best_technique};
+  cells.insert(cells.end(),
+               {ran ? std::to_string(row.evaluations) : "-", ran ? std::to_string(row.tokens) : "-",
+                cost_text(row.cost_usd), row.best_technique.empty() ? "-" : row.best_technique});
+  return cells;
 }
 
-bool numeric_column(std::size_t index) { return index >= 3 && index <= 7; }
+bool numeric_column(std::size_t index, std::size_t columns) {
+  return index >= 3 && index + 1 < columns;
+}
 
 }  // namespace mblast::report

@@ -21,10 +21,17 @@ struct MetricLine {
 };
 std::vector<MetricLine> metric_lines(const Metrics& metrics);
 
-// The per-problem table.
+// Whether any problem's best-of (baselines.jsonl) is known.
+bool shows_best_of(const Metrics& metrics);
+// The metrics against each problem's best-of, beside the best-of's own level over eager; empty
+// when no best-of is known.
+std::string best_of_text(const Metrics& metrics);
+
+// The per-problem table; a "best-of" column when shows_best_of.
 std::vector<std::string> problem_headers(const Metrics& metrics);
-std::vector<std::string> problem_cells(const ProblemRow& row);
-// Which problem columns hold numbers (right-aligned).
-bool numeric_column(std::size_t index);
+std::vector<std::string> problem_cells(const ProblemRow& row, const Metrics& metrics);
+// Which of the table's `columns` hold numbers (right-aligned): all but the first three and the
+// last.
+bool numeric_column(std::size_t index, std::size_t columns);
 
 }  // namespace mblast::report
