@@ -250,9 +250,9 @@ FixContext golden_fix() {
   c.hardware = "NVIDIA H200";
   c.technique = golden_technique();
   c.candidate_source = kCurrentBest;
-  c.failure.outcome = "compile_error";
+  c.failure.outcome = Outcome::compile_error;
   c.failure.error = kNvccLog;
-  c.earlier = {{"runtime_error",
+  c.earlier = {{Outcome::runtime_error,
                 "RuntimeError: CUDA error 700 (an illegal memory access was encountered) after "
                 "gelu_affine() in mblast_ab12"}};
   c.heavy_ops = {"torch.nn.functional.linear"};
@@ -267,7 +267,7 @@ CriticContext golden_critic() {
   first.step = 1;
   first.state_id = "launch-bound/many-small-kernels";
   first.technique_id = "cuda/builtin-cuda-graph";
-  first.outcome = "correct";
+  first.outcome = Outcome::correct;
   first.time_before_ms = 0.0583;
   first.time_after_ms = 0.0482;
   first.speedup = 0.0583 / 0.0482;
@@ -276,7 +276,7 @@ CriticContext golden_critic() {
   second.step = 2;
   second.state_id = "launch-bound/many-small-kernels";
   second.technique_id = "cuda/fuse-elementwise-into-producer";
-  second.outcome = "correct";
+  second.outcome = Outcome::correct;
   second.time_before_ms = 0.0482;
   second.time_after_ms = 0.0412;
   second.speedup = 0.0583 / 0.0412;
@@ -339,7 +339,7 @@ TEST_F(AgentsGolden, FixCompileError) {
 TEST_F(AgentsGolden, FixMismatch) {
   FixContext c = golden_fix();
   c.failure = {};
-  c.failure.outcome = "incorrect";
+  c.failure.outcome = Outcome::incorrect;
   c.failure.max_abs_err = 0.0123;
   c.failure.max_rel_err = 0.5;
   c.failure.location = "output 0 at (17, 3)";
@@ -848,7 +848,7 @@ TEST(AgentsCritic, RuleBasedCriticAccumulatesOnOneClaim) {
     s.step = step;
     s.state_id = "launch-bound/many-small-kernels";
     s.technique_id = "cuda/builtin-cuda-graph";
-    s.outcome = outcome;
+    s.outcome = outcome_from(outcome).value();
     s.time_before_ms = before;
     s.time_after_ms = after;
     // Each speedup over the eager time of its own run: the step's gain is their ratio.
@@ -907,7 +907,7 @@ CriticContext one_correct_graph_step() {
   TrajectoryStep s;
   s.state_id = "launch-bound";
   s.technique_id = "cuda/builtin-cuda-graph";
-  s.outcome = "correct";
+  s.outcome = Outcome::correct;
   c.trajectory = {s};
   return c;
 }

@@ -17,6 +17,7 @@
 #include "mblast/error.hpp"
 #include "mblast/kb.hpp"
 #include "mblast/llm.hpp"
+#include "mblast/outcome.hpp"
 
 namespace mblast {
 
@@ -75,8 +76,8 @@ struct ActorContext {
 
 // Why a candidate failed, as the build and the verifier reported it.
 struct FailureReport {
-  std::string outcome;  // compile_error | runtime_error | incorrect | timeout | cheat
-  std::string error;    // compiler log, traceback or verifier message; trimmed when rendered
+  Outcome outcome = Outcome::incorrect;
+  std::string error;  // compiler log, traceback or verifier message; trimmed when rendered
   std::optional<double> max_abs_err;
   std::optional<double> max_rel_err;
   std::string location;            // where the worst mismatch is, e.g. "output 0 at (3, 17)"
@@ -85,7 +86,7 @@ struct FailureReport {
 
 // An earlier repair of the same candidate that failed too.
 struct FixAttempt {
-  std::string outcome;
+  Outcome outcome = Outcome::incorrect;
   std::string error;
 };
 
@@ -116,7 +117,7 @@ struct TrajectoryStep {
   std::string attempt_id;  // may be empty
   std::string state_id;
   std::string technique_id;
-  std::string outcome;                   // as AttemptRow::outcome
+  Outcome outcome = Outcome::incorrect;
   std::optional<double> time_before_ms;  // best time before this step
   std::optional<double> time_after_ms;   // this candidate's time
   std::optional<double> speedup;         // over the eager reference

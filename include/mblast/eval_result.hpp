@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mblast/outcome.hpp"
+
 namespace mblast {
 
 enum class ErrorKind {
@@ -59,9 +61,8 @@ struct EvalResult {
   // A failed result of this kind with this text (no worker ran, or the agent wrote nothing).
   static EvalResult failure(ErrorKind kind, std::string error);
 
-  // The KB's attempt outcome: correct | incorrect | compile_error | runtime_error | timeout |
-  // cheat | skipped.
-  std::string outcome() const;
+  // What the result comes to: correct, or the kind of failure.
+  Outcome outcome() const;
   // The primary time of the result: ref/cand ms, or the native cost.
   std::optional<double> baseline_value() const { return ref_ms ? ref_ms : ref_cost; }
 };

@@ -111,13 +111,13 @@ CriticOutcome rule_based_critic(const CriticContext& context, KnowledgeBase& kb,
   CriticOutcome outcome;
   if (context.trajectory.empty()) return outcome;
   const TrajectoryStep& step = context.trajectory.back();
-  if (step.state_id.empty() || step.technique_id.empty() || step.outcome == "skipped") {
+  if (step.state_id.empty() || step.technique_id.empty() || step.outcome == Outcome::skipped) {
     return outcome;
   }
   std::string direction, note;
-  if (step.outcome != "correct") {
+  if (step.outcome != Outcome::correct) {
     std::string error = agents::first_line(trim_error(step.error, 1000), 160);
-    note = step_note(context, step, "failed (" + step.outcome + ")");
+    note = step_note(context, step, "failed (" + std::string(to_string(step.outcome)) + ")");
     if (!error.empty()) note += ": " + error;
     direction = "refute";
   } else {

@@ -36,14 +36,14 @@ TemplateData step_data(const TrajectoryStep& step, std::size_t index, bool curre
   item.set("is_current", current);
   item.set("state_id", step.state_id.empty() ? std::string("none") : step.state_id);
   item.set("technique_id", step.technique_id.empty() ? std::string("none") : step.technique_id);
-  item.set("outcome", step.outcome);
+  item.set("outcome", std::string(to_string(step.outcome)));
   item.set("time_before", agents::format_optional_ms(step.time_before_ms));
   item.set("time_after", agents::format_optional_ms(step.time_after_ms));
   const auto gain = step.speedup_before ? step_gain(step) : std::nullopt;
-  const bool has_ratio = step.outcome == "correct" && gain.has_value();
+  const bool has_ratio = step.outcome == Outcome::correct && gain.has_value();
   item.set("has_step_ratio", has_ratio);
   item.set("step_ratio", has_ratio ? agents::format_speedup(*gain) : "");
-  item.set("has_speedup", step.outcome == "correct" && step.speedup.has_value());
+  item.set("has_speedup", step.outcome == Outcome::correct && step.speedup.has_value());
   item.set("speedup", step.speedup ? agents::format_speedup(*step.speedup) : "");
   item.set("has_deltas", !step.profile_deltas.empty());
   item.set("deltas", deltas_text(step.profile_deltas));

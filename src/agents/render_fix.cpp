@@ -37,11 +37,11 @@ std::vector<LlmMessage> render_fix(const FixContext& c) {
   const auto& f = c.failure;
   bool known = false;
   for (const char* outcome : kOutcomes) {
-    data.set(std::string("outcome_") + outcome, f.outcome == outcome);
-    known = known || f.outcome == outcome;
+    data.set(std::string("outcome_") + outcome, to_string(f.outcome) == outcome);
+    known = known || to_string(f.outcome) == outcome;
   }
   data.set("outcome_other", !known);
-  data.set("outcome", f.outcome);
+  data.set("outcome", std::string(to_string(f.outcome)));
   data.set("has_mismatch", f.max_abs_err.has_value() || f.max_rel_err.has_value());
   data.set("max_abs_err", optional_number(f.max_abs_err));
   data.set("max_rel_err", optional_number(f.max_rel_err));
@@ -57,7 +57,7 @@ std::vector<LlmMessage> render_fix(const FixContext& c) {
   for (std::size_t i = 0; i < c.earlier.size(); ++i) {
     TemplateData item;
     item.set("index", std::to_string(i + 1));
-    item.set("outcome", c.earlier[i].outcome);
+    item.set("outcome", std::string(to_string(c.earlier[i].outcome)));
     item.set("error", trim_error(c.earlier[i].error, kEarlierErrorChars));
     earlier.push_back(item);
   }

@@ -218,7 +218,7 @@ void Loop::baseline() {
     const auto reference = backend_.builtin("reference", options_.problem, true);
     // The reference's judge also times torch.compile of it: the second baseline of reports.
     const Evaluation judged = write_and_judge("reference", reference.source.value_or(""), 0, true);
-    if (judged.outcome != "correct") {
+    if (judged.outcome != Outcome::correct) {
       throw input_error("the reference itself did not pass its own checks: " +
                             nlohmann::json(judged.result.error.value_or("?")).dump(),
                         "check that the problem is deterministic and runs on " + options_.device);
@@ -409,10 +409,11 @@ std::vector<Evaluation> Loop::produce(const Choice& choice, int global) {
 
 Loop::Scored Loop::score(const Evaluation& final) const {
   Scored s;
-  s.correct = final.outcome == "correct";
+  s.correct = final.outcome == Outcome::correct;
   if (s.correct) s.speedup = final.result.speedup;
   // A skipped step (a built-in with nothing to change) earns what it gained: nothing.
-  s.reward = final.outcome == "skipped" ? 0.0 : step_reward(s.correct, s.speedup, current_.speedup);
+  s.reward =
+      final.outcome == Outcome::skipped ? 0.0 : step_reward(s.correct, s.speedup, current_.speedup);
   s.improved = s.correct && s.speedup && *s.speedup > current_.speedup * kMinGain;
   s.new_best = s.correct && s.speedup && (!best_ || *s.speedup > best_->speedup * kMinGain);
   return s;
@@ -523,10 +524,11 @@ nlohmann::json Loop::step_record(nlohmann::json record, const std::vector<Evalua
   record["candidate"] = final.file.filename().string();
   record["candidates"] = nlohmann::json::array();
   for (const auto& e : evaluations) {
-    record["candidates"].push_back({{"file", e.file.filename().string()}, {"outcome", e.outcome}});
+    record["candidates"].push_back(
+        {{"file", e.file.filename().string()}, {"outcome", to_string(e.outcome)}});
   }
   record["fixes"] = evaluations.size() - 1;
-  record["outcome"] = final.outcome;
+  record["outcome"] = to_string(final.outcome);
   record["error"] =
       error.empty() ? nlohmann::json() : nlohmann::json(agents::first_line(error, 300));
   record["speedup"] = or_null(scored.speedup);
@@ -571,7 +573,7 @@ Evaluation Loop::builtin(const Choice& choice, int global) {
     // no new candidate, a step without gain rather than a failure.
     Evaluation skipped;
     skipped.file = choice.base.file;
-    skipped.outcome = "skipped";
+    skipped.outcome = Outcome::skipped;
     skipped.result = EvalResult::failure(ErrorKind::skipped, made.why_not);
     return skipped;
   }
@@ -624,7 +626,7 @@ std::vector<Evaluation> Loop::llm_candidate(const TechniqueRow& technique, const
     Evaluation none;
     none.file = run_.save_candidate(fmt::format("s{:03d}-no-candidate", global),
                                     "# the actor's answer held no candidate\n");
-    none.outcome = "compile_error";
+    none.outcome = Outcome::compile_error;
     none.result = EvalResult::failure(
         ErrorKind::compile,
         std::string("the actor's answer held no usable candidate: ") + e.what());
@@ -637,10 +639,10 @@ std::vector<Evaluation> Loop::llm_candidate(const TechniqueRow& technique, const
   std::vector<FixAttempt> earlier;
   for (int fix = 1; fix <= options_.fix_attempts && agents_.fix; ++fix) {
     const Evaluation& failed = evaluations.back();
-    if (failed.outcome == "correct") break;
-    note(fmt::format("step {}: {} ({}); asking the fix agent ({}/{})", global, failed.outcome,
-                     agents::first_line(failure_report(failed.result).error, 120), fix,
-                     options_.fix_attempts));
+    if (failed.outcome == Outcome::correct) break;
+    note(fmt::format(
+        "step {}: {} ({}); asking the fix agent ({}/{})", global, to_string(failed.outcome),
+        agents::first_line(failure_report(failed.result).error, 120), fix, options_.fix_attempts));
     FixContext context;
     context.task = task_;
     context.problem_source = problem_source_;

@@ -194,9 +194,9 @@ AttemptRow attempt_row(const Evaluation& evaluation, const std::string& run_id,
   row.iteration = iteration;
   row.step = step;
   row.candidate_hash = candidate_hash(evaluation.file);
-  row.outcome = evaluation.outcome;
+  row.outcome = to_string(evaluation.outcome);
   if (r.error) row.error = trim_error(*r.error, 2000);
-  if (row.outcome == "correct") {
+  if (evaluation.outcome == Outcome::correct) {
     row.time_ms = r.cand_ms;
     row.speedup = r.speedup;
   }

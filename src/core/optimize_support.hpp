@@ -103,7 +103,7 @@ std::vector<StateEvidence> state_evidence(const Classification& classification);
 struct Evaluation {
   std::filesystem::path file;
   EvalResult result;
-  std::string outcome;
+  Outcome outcome = Outcome::incorrect;
   std::int64_t tokens = 0;  // of the LLM call that wrote it
 };
 

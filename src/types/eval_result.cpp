@@ -159,23 +159,23 @@ EvalResult EvalResult::failure(ErrorKind kind, std::string error) {
   return r;
 }
 
-std::string EvalResult::outcome() const {
-  if (correct) return "correct";
+Outcome EvalResult::outcome() const {
+  if (correct) return Outcome::correct;
   switch (error_kind) {
     case ErrorKind::compile:
     case ErrorKind::candidate_load:
-      return "compile_error";
+      return Outcome::compile_error;
     case ErrorKind::timeout:
-      return "timeout";
+      return Outcome::timeout;
     case ErrorKind::cheat:
-      return "cheat";
+      return Outcome::cheat;
     case ErrorKind::crash:
     case ErrorKind::candidate_runtime:
-      return "runtime_error";
+      return Outcome::runtime_error;
     case ErrorKind::skipped:
-      return "skipped";
+      return Outcome::skipped;
     default:
-      return "incorrect";
+      return Outcome::incorrect;
   }
 }
 
