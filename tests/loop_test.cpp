@@ -139,11 +139,11 @@ class LoopTest : public ::testing::Test {
   OptimizeOptions options(int steps) const {
     OptimizeOptions o;
     o.problem = fs::path(MBLAST_SOURCE_DIR) / "tests" / "problems" / "relu_small.py";
-    o.backend = "cuda";
-    o.device = "cuda";
+    o.judge.backend = "cuda";
+    o.judge.device = "cuda";
     o.iterations = 1;
     o.steps = steps;
-    o.seed = 3;
+    o.judge.seed = 3;
     o.kb = dir_ / "kb.sqlite";
     return o;
   }

@@ -345,44 +345,23 @@ int run_eval_server(const fs::path& socket, const fs::path& python, const std::s
 }
 
 json eval_options_to_json(const EvalOptions& o) {
-  return {{"problem", fs::absolute(o.problem).string()},
-          {"backend", o.backend},
-          {"device", o.device},
-          {"seeds", o.seeds},
-          {"seed", o.seed},
-          {"atol", o.atol},
-          {"rtol", o.rtol},
-          {"tolerance_policy", o.tolerance_policy},
-          {"allow_tf32", o.allow_tf32},
-          {"timing", o.timing},
-          {"timing_runs", o.timing_runs},
-          {"timing_autograd", o.timing_autograd},
-          {"compile_baseline", o.compile_baseline},
-          {"profile", o.profile},
-          {"timeout_s", o.timeout.count()},
-          {"compile_timeout_s", o.compile_timeout.count()},
-          {"cache_dir", fs::absolute(o.cache_dir).string()}};
+  JudgeOptions judge = o;
+  judge.cache_dir = fs::absolute(o.cache_dir);
+  json j = judge_options_to_json(judge);
+  j["problem"] = fs::absolute(o.problem).string();
+  j["timing"] = o.timing;
+  j["compile_baseline"] = o.compile_baseline;
+  j["profile"] = o.profile;
+  return j;
 }
 
 EvalOptions eval_options_from_json(const json& j) {
   EvalOptions o;
+  read_judge_options(j, o);
   o.problem = j.at("problem").get<std::string>();
-  o.backend = j.value("backend", o.backend);
-  o.device = j.value("device", o.device);
-  o.seeds = j.value("seeds", o.seeds);
-  o.seed = j.value("seed", o.seed);
-  o.atol = j.value("atol", o.atol);
-  o.rtol = j.value("rtol", o.rtol);
-  o.tolerance_policy = j.value("tolerance_policy", o.tolerance_policy);
-  o.allow_tf32 = j.value("allow_tf32", o.allow_tf32);
   o.timing = j.value("timing", o.timing);
-  o.timing_runs = j.value("timing_runs", o.timing_runs);
-  o.timing_autograd = j.value("timing_autograd", o.timing_autograd);
   o.compile_baseline = j.value("compile_baseline", o.compile_baseline);
   o.profile = j.value("profile", o.profile);
-  o.timeout = std::chrono::seconds(j.value("timeout_s", std::int64_t{0}));
-  o.compile_timeout = std::chrono::seconds(j.value("compile_timeout_s", std::int64_t{0}));
-  o.cache_dir = j.value("cache_dir", std::string());
   return o;
 }
 

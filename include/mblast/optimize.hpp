@@ -15,13 +15,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mblast/judge_options.hpp"
+
 namespace mblast {
 
 struct OptimizeOptions {
   std::filesystem::path problem;
-  std::string backend = "cuda";
-  std::string device = "cuda";  // "cuda", "cuda:N" or "cpu" (plain PyTorch candidates)
-  std::string llm;              // --llm spec; empty: $MBLAST_LLM, the config file, the keys
+  JudgeOptions judge;  // how every candidate is judged; judge.seed seeds the loop too
+  std::string llm;     // --llm spec; empty: $MBLAST_LLM, the config file, the keys
   std::optional<std::filesystem::path> llm_config;
   std::string llm_record;  // append every LLM exchange to this cassette
   int iterations = 10;
@@ -32,22 +33,10 @@ struct OptimizeOptions {
   std::optional<double> time_limit_minutes;
   std::optional<std::int64_t> max_tokens;
   std::optional<double> max_cost_usd;
-  double atol = 1e-4;
-  double rtol = 1e-4;
-  bool strict_tolerance = false;
-  bool allow_tf32 = false;
   bool allow_bf16 = false;
-  std::uint64_t seed = 1;
-  int verify_seeds = 5;
-  int timing_runs = 100;        // at most; CUDA times fewer where they would exceed about 0.4 s
-  bool timing_autograd = true;  // EvalOptions::timing_autograd
-  std::chrono::seconds eval_timeout{0};     // 0: derived from the reference (EvalOptions::timeout)
-  std::chrono::seconds compile_timeout{0};  // 0: the device's default (compile_allowance)
   std::filesystem::path kb;
   std::filesystem::path out;  // the run directory; empty: ./mblast-runs/<task>-<time>
-  std::filesystem::path cache_dir;
   int prestart = 1;
-  std::map<std::string, std::string> target;  // the backend's own options (EvalOptions::target)
 };
 
 // What the loop reports while it runs, for the progress line and logs.

@@ -29,6 +29,7 @@ struct OptimizeCommand {
   std::optional<std::int64_t> max_tokens;
   bool json = false;
   bool no_grad_timing = false;
+  bool strict_tolerance = false;
 };
 
 std::string fixed(const nlohmann::json& value, const char* format, const char* none = "-") {
@@ -190,14 +191,14 @@ const std::map<std::string, std::string>& option_keys() {
       {"--technique", "techniques"},
       {"--atol", "atol"},
       {"--rtol", "rtol"},
-      {"--strict-tolerance", "strict_tolerance"},
+      {"--strict-tolerance", "tolerance_policy"},
       {"--allow-tf32", "allow_tf32"},
       {"--allow-bf16", "allow_bf16"},
       {"--seed", "seed"},
-      {"--seeds", "verify_seeds"},
+      {"--seeds", "seeds"},
       {"--runs", "timing_runs"},
       {"--no-grad-timing", "timing_autograd"},
-      {"--timeout", "eval_timeout_s"},
+      {"--timeout", "timeout_s"},
       {"--compile-timeout", "compile_timeout_s"},
       {"--cache-dir", "cache_dir"},
       {"--out", "out"}};
@@ -249,7 +250,8 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
       "learned to the KB. Exit 0 when the run ends (see status), 1 when it fails, 2 for bad "
       "input");
   cmd->add_option("PROBLEM", c->problem, "KernelBench problem file (Model, get_inputs, ...)");
-  add_target_options(cmd, {c->options.backend, c->options.device, c->options.target});
+  add_target_options(cmd,
+                     {c->options.judge.backend, c->options.judge.device, c->options.judge.target});
   cmd->add_option("--llm", c->options.llm,
                   "PROVIDER:MODEL (openai:, anthropic:, command:, replay:FILE) or none; default: "
                   "$MBLAST_LLM, the config file, else the first API key set, else none "
@@ -282,19 +284,21 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
   cmd->add_option("--resume", c->resume,
                   "Continue the run in this directory with its options; budgets given now "
                   "replace the recorded ones");
-  cmd->add_option("--atol", c->options.atol, "Absolute tolerance (default 1e-4)")
+  cmd->add_option("--atol", c->options.judge.atol, "Absolute tolerance (default 1e-4)")
       ->check(positive_number());
-  cmd->add_option("--rtol", c->options.rtol, "Relative tolerance (default 1e-4)")
+  cmd->add_option("--rtol", c->options.judge.rtol, "Relative tolerance (default 1e-4)")
       ->check(positive_number());
-  cmd->add_flag("--strict-tolerance", c->options.strict_tolerance,
+  cmd->add_flag("--strict-tolerance", c->strict_tolerance,
                 "Do not widen the tolerance to 1.5x PyTorch eager's own error");
-  cmd->add_flag("--allow-tf32", c->options.allow_tf32, "Allow TF32 math (and the TF32 built-in)");
+  cmd->add_flag("--allow-tf32", c->options.judge.allow_tf32,
+                "Allow TF32 math (and the TF32 built-in)");
   cmd->add_flag("--allow-bf16", c->options.allow_bf16, "Allow bf16 math (and the bf16 built-in)");
-  cmd->add_option("--seed", c->options.seed, "Seed of the selector, agents and trials (default 1)");
-  cmd->add_option("--seeds", c->options.verify_seeds,
+  cmd->add_option("--seed", c->options.judge.seed,
+                  "Seed of the selector, agents and trials (default 1)");
+  cmd->add_option("--seeds", c->options.judge.seeds,
                   "Verification trials per candidate (default 5)")
       ->check(CLI::Range(1, 1000));
-  cmd->add_option("--runs", c->options.timing_runs,
+  cmd->add_option("--runs", c->options.judge.timing_runs,
                   "Timed runs per candidate, at most (default 100; on CUDA fewer where they would "
                   "take over about 0.4 s, never under 20)")
       ->check(CLI::Range(1, 100000));
@@ -321,10 +325,11 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
       o.time_limit_minutes = c->time_limit;
       o.max_tokens = c->max_tokens;
       o.max_cost_usd = c->max_cost;
-      o.eval_timeout = std::chrono::seconds(c->timeout_s);
-      if (c->no_grad_timing) o.timing_autograd = false;
-      o.compile_timeout = std::chrono::seconds(c->compile_timeout_s);
-      o.cache_dir = c->cache_dir;
+      o.judge.timeout = std::chrono::seconds(c->timeout_s);
+      if (c->no_grad_timing) o.judge.timing_autograd = false;
+      if (c->strict_tolerance) o.judge.tolerance_policy = "strict";
+      o.judge.compile_timeout = std::chrono::seconds(c->compile_timeout_s);
+      o.judge.cache_dir = c->cache_dir;
       if (!c->config.empty()) o.llm_config = c->config;
       if (!globals.kb_path.empty()) o.kb = globals.kb();
       Progress progress(globals.quiet);

@@ -145,8 +145,8 @@ nlohmann::json Loop::run() {
              {{"task", task_},
               {"run_dir", run_.path().string()},
               {"kb", kb_.path().string()},
-              {"backend", options_.backend},
-              {"device", options_.device},
+              {"backend", options_.judge.backend},
+              {"device", options_.judge.device},
               {"llm", agents_.description},
               {"builtin_only", !agents_.available()},
               {"resumed_steps", resumed_.steps.size()}}});
@@ -200,10 +200,11 @@ void Loop::check_techniques() const {
   for (const auto& id : options_.techniques) {
     const auto technique = kb_.technique(id);
     if (!technique || std::find(technique->backends.begin(), technique->backends.end(),
-                                options_.backend) == technique->backends.end()) {
+                                options_.judge.backend) == technique->backends.end()) {
       throw input_error(
-          "no technique " + id + " for the " + options_.backend + " backend in the KB",
-          "list them with `mblast kb query --kind techniques --backend " + options_.backend + "`");
+          "no technique " + id + " for the " + options_.judge.backend + " backend in the KB",
+          "list them with `mblast kb query --kind techniques --backend " + options_.judge.backend +
+              "`");
     }
   }
 }
@@ -219,9 +220,10 @@ void Loop::baseline() {
     // The reference's judge also times torch.compile of it: the second baseline of reports.
     const Evaluation judged = write_and_judge("reference", reference.source.value_or(""), 0, true);
     if (judged.outcome != Outcome::correct) {
-      throw input_error("the reference itself did not pass its own checks: " +
-                            nlohmann::json(judged.result.error.value_or("?")).dump(),
-                        "check that the problem is deterministic and runs on " + options_.device);
+      throw input_error(
+          "the reference itself did not pass its own checks: " +
+              nlohmann::json(judged.result.error.value_or("?")).dump(),
+          "check that the problem is deterministic and runs on " + options_.judge.device);
     }
     baseline_ = judged.result;
     current_.file = judged.file;
@@ -257,7 +259,7 @@ void Loop::record_run_in_kb() {
   if (!config.value("run_id", "").empty()) return;
   RunRow row;
   row.task = task_;
-  row.backend = options_.backend;
+  row.backend = options_.judge.backend;
   row.hardware = hardware_;
   row.config = options_to_json(options_);
   const auto& recorded = config["options"];
@@ -378,14 +380,14 @@ std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
   SelectorConfig selector;
   selector.llm_available = agents_.available();
   selector.allowed_requirements = allowed_requirements(options_, baseline_);
-  const auto all = kb_.techniques(options_.backend);
+  const auto all = kb_.techniques(options_.judge.backend);
   const auto techniques =
       eligible_techniques(all, slots_[choice.slot].id, current_, tried_, options_.techniques,
                           backend_.traits().builtins_need_a_candidate, problem_ops_);
   const Selection selection =
-      select_technique(techniques, kb_.reward_stats(options_.backend, choice.state.state_id),
-                       choice.state.state_id, options_.backend, hardware_, selector,
-                       options_.seed * 1000003u + static_cast<std::uint64_t>(global));
+      select_technique(techniques, kb_.reward_stats(options_.judge.backend, choice.state.state_id),
+                       choice.state.state_id, options_.judge.backend, hardware_, selector,
+                       options_.judge.seed * 1000003u + static_cast<std::uint64_t>(global));
   log_choice(global, slots_[choice.slot].id, choice.state, selection);
   if (selection.technique_id.empty()) {
     why_none = "every technique the selector may pick in state " + choice.state.state_id +
@@ -465,7 +467,7 @@ Loop::Committed Loop::commit(const Choice& choice, const std::vector<Evaluation>
       const bool last = i + 1 == evaluations.size();
       committed.attempt_id = kb_.add_attempt(attempt_row(
           evaluations[i], run_id_, task_, slots_[choice.slot].id, choice.state.state_id,
-          choice.technique.id, options_.backend, hardware_, iteration, step_in_iteration,
+          choice.technique.id, options_.judge.backend, hardware_, iteration, step_in_iteration,
           last ? std::optional<double>(scored.reward) : std::nullopt));
     }
     rollout_.back().attempt_id = committed.attempt_id;
@@ -473,12 +475,13 @@ Loop::Committed Loop::commit(const Choice& choice, const std::vector<Evaluation>
       ImplementationRow impl;
       impl.task = task_;
       impl.task_signature = sha256_hex(problem_source_).substr(0, 16);
-      impl.backend = options_.backend;
+      impl.backend = options_.judge.backend;
       impl.hardware = hardware_;
       impl.technique_id = choice.technique.id;
       impl.run_id = run_id_;
       impl.attempt_id = committed.attempt_id;
-      impl.language = backend_.traits().agent_format(options_.device).outputs.front().language;
+      impl.language =
+          backend_.traits().agent_format(options_.judge.device).outputs.front().language;
       impl.source = read_text_file(final.file, "candidate");
       impl.speedup = scored.speedup;
       impl.time_ms = rollout_.back().time_after_ms;
@@ -488,7 +491,7 @@ Loop::Committed Loop::commit(const Choice& choice, const std::vector<Evaluation>
       kb_.add_implementation(impl);
     }
     committed.critic =
-        verdict ? apply_critic(*verdict, kb_, committed.attempt_id, options_.backend)
+        verdict ? apply_critic(*verdict, kb_, committed.attempt_id, options_.judge.backend)
                 : rule_based_critic(critic_context(rollout_.back()), kb_, committed.attempt_id);
     if (auto run = kb_.run(run_id_)) {
       const auto t = totals();
@@ -585,9 +588,9 @@ std::vector<Evaluation> Loop::llm_candidate(const TechniqueRow& technique, const
   ActorContext actor;
   actor.task = task_;
   actor.problem_source = problem_source_;
-  actor.backend = options_.backend;
-  actor.device = options_.device == "cpu" ? "cpu" : "cuda";
-  actor.format = backend_.traits().agent_format(options_.device);
+  actor.backend = options_.judge.backend;
+  actor.device = options_.judge.device == "cpu" ? "cpu" : "cuda";
+  actor.format = backend_.traits().agent_format(options_.judge.device);
   actor.hardware = hardware_;
   actor.slot = slot.id;
   if (slot.id != "model") {
@@ -606,11 +609,12 @@ std::vector<Evaluation> Loop::llm_candidate(const TechniqueRow& technique, const
   actor.technique = technique;
   actor.claims = kb_.claims(state.state_id, technique.id, 8);
   actor.similar =
-      kb_.top_implementations(sha256_hex(problem_source_).substr(0, 16), options_.backend, 2);
+      kb_.top_implementations(sha256_hex(problem_source_).substr(0, 16), options_.judge.backend, 2);
   actor.past_attempts = kb_.attempts_for_task(task_, 8);
   actor.heavy_ops = heavy_ops_;
-  actor.precision = {options_.atol, options_.rtol, options_.allow_tf32, options_.allow_bf16};
-  actor.sampling.seed = options_.seed + static_cast<std::uint64_t>(global);
+  actor.precision = {options_.judge.atol, options_.judge.rtol, options_.judge.allow_tf32,
+                     options_.allow_bf16};
+  actor.sampling.seed = options_.judge.seed + static_cast<std::uint64_t>(global);
 
   std::vector<Evaluation> evaluations;
   std::string source;
@@ -646,7 +650,7 @@ std::vector<Evaluation> Loop::llm_candidate(const TechniqueRow& technique, const
     FixContext context;
     context.task = task_;
     context.problem_source = problem_source_;
-    context.backend = options_.backend;
+    context.backend = options_.judge.backend;
     context.device = actor.device;
     context.format = actor.format;
     context.hardware = hardware_;
@@ -675,7 +679,7 @@ std::vector<Evaluation> Loop::llm_candidate(const TechniqueRow& technique, const
 CriticContext Loop::critic_context(const TrajectoryStep& judged) const {
   CriticContext context;
   context.task = task_;
-  context.backend = options_.backend;
+  context.backend = options_.judge.backend;
   context.hardware = hardware_;
   context.trajectory = rollout_;
   if (context.trajectory.empty() || context.trajectory.back().step != judged.step) {
@@ -723,8 +727,8 @@ nlohmann::json Loop::finish(const std::string& status, const std::string& reason
       {"stop_reason", reason},
       {"task", task_},
       {"problem", fs::absolute(options_.problem).string()},
-      {"backend", options_.backend},
-      {"device", options_.device},
+      {"backend", options_.judge.backend},
+      {"device", options_.judge.device},
       {"hardware", hardware_},
       {"llm", agents_.description},
       {"run_dir", run_.path().string()},

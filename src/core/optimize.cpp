@@ -27,22 +27,10 @@ fs::path find_python() {
 
 EvalOptions eval_options(const OptimizeOptions& o) {
   EvalOptions e;
+  static_cast<JudgeOptions&>(e) = o.judge;
   e.problem = fs::absolute(o.problem);
-  e.backend = o.backend;
-  e.device = o.device;
-  e.seeds = o.verify_seeds;
-  e.seed = o.seed;
-  e.atol = o.atol;
-  e.rtol = o.rtol;
-  e.tolerance_policy = o.strict_tolerance ? "strict" : "eager-widened";
-  e.allow_tf32 = o.allow_tf32;
-  e.timing_runs = o.timing_runs;
-  e.timing_autograd = o.timing_autograd;
   e.profile = true;  // every candidate's signature classifies the state of the next step
-  e.timeout = o.eval_timeout;
-  e.compile_timeout = o.compile_timeout;
-  e.target = o.target;
-  e.cache_dir = o.cache_dir.empty() ? default_cache_dir() : fs::absolute(o.cache_dir);
+  e.cache_dir = o.judge.cache_dir.empty() ? default_cache_dir() : fs::absolute(o.judge.cache_dir);
   return e;
 }
 
@@ -52,13 +40,13 @@ nlohmann::json run_loop(const OptimizeOptions& options, RunDir& run, const Progr
   Agents agents = make_agents(options, resumed.tokens, resumed.cost_usd);
   BackendContext context{eval_options(options), find_python(),
                          static_cast<std::size_t>(options.prestart)};
-  auto backend = backend_row(options.backend).make(context);
+  auto backend = backend_row(options.judge.backend).make(context);
   return Loop(options, *backend, kb, agents, run, std::move(resumed), progress).run();
 }
 
 void check_options(const OptimizeOptions& o) {
-  backend_row(o.backend).traits.check_device(o.device);
-  check_target_options(backend_row(o.backend).traits, o.target);
+  backend_row(o.judge.backend).traits.check_device(o.judge.device);
+  check_target_options(backend_row(o.judge.backend).traits, o.judge.target);
   if (o.iterations < 1 || o.steps < 1) throw input_error("--iterations and --steps must be >= 1");
   if (!fs::is_regular_file(o.problem)) {
     throw input_error("no such problem file: " + o.problem.string(), "check the path");
@@ -86,9 +74,9 @@ fs::path default_run_dir(const OptimizeOptions& o) {
 void request_optimize_stop() { g_optimize_stop_requested = true; }
 
 nlohmann::json optimize(OptimizeOptions options, const ProgressFn& progress) {
-  const auto& traits = backend_row(options.backend).traits;
-  if (options.device == "cuda" && traits.default_device != "cuda")
-    options.device = traits.default_device;
+  const auto& traits = backend_row(options.judge.backend).traits;
+  if (options.judge.device == "cuda" && traits.default_device != "cuda")
+    options.judge.device = traits.default_device;
   check_options(options);
   options.problem = fs::absolute(options.problem);
   if (options.out.empty()) options.out = default_run_dir(options);
@@ -115,15 +103,18 @@ nlohmann::json optimize(OptimizeOptions options, const ProgressFn& progress) {
   }
 }
 
+// In today's form, whichever version recorded them.
 nlohmann::json recorded_options(const fs::path& run_dir) {
-  return RunDir::open(run_dir).config().value("options", nlohmann::json::object());
+  const auto raw = RunDir::open(run_dir).config().value("options", nlohmann::json::object());
+  return options_to_json(options_from_json(raw));
 }
 
 nlohmann::json resume_optimize(const fs::path& run_dir, const nlohmann::json& overrides,
                                const ProgressFn& progress) {
   RunDir run = RunDir::open(run_dir);
   nlohmann::json config = run.config();
-  nlohmann::json recorded = config.value("options", nlohmann::json::object());
+  nlohmann::json recorded =
+      options_to_json(options_from_json(config.value("options", nlohmann::json::object())));
   for (const auto& [key, value] : overrides.items()) recorded[key] = value;
   OptimizeOptions options = options_from_json(recorded);
   check_options(options);

@@ -50,10 +50,10 @@ std::string task_name(const fs::path& problem) {
 std::vector<std::string> allowed_requirements(const OptimizeOptions& options,
                                               const EvalResult& baseline) {
   std::vector<std::string> allowed;
-  if (options.device != "cpu") allowed.push_back("gpu");
+  if (options.judge.device != "cpu") allowed.push_back("gpu");
   const std::string& torch = baseline.torch_version;
   if (!torch.empty() && torch[0] >= '2' && torch[0] <= '9') allowed.push_back("torch_compile");
-  if (options.allow_tf32) allowed.push_back("allow_tf32");
+  if (options.judge.allow_tf32) allowed.push_back("allow_tf32");
   if (options.allow_bf16) allowed.push_back("allow_bf16");
   return allowed;
 }
