@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and shows mblast on this machine: what it can run here, the
-# knowledge base its agents start from, and `mblast optimize` on a bundled softmax example with
-# the embedded defaults: CUDA on a GPU machine, otherwise OpenCL on PoCL (the CPU); the configured
-# LLM when an API key is set, otherwise a clearly labelled replay of authored answers.
+# knowledge base its agents start from, and `mblast optimize` on a bundled example (an unfused
+# GELU chain on a GPU, a softmax on OpenCL) with the embedded defaults: CUDA on a GPU machine,
+# otherwise OpenCL on PoCL (the CPU); the configured LLM when an API key is set, otherwise a
+# clearly labelled replay of authored answers.
 #   MBLAST_KB   knowledge base file (default: ~/.local/share/mblast/kb.sqlite)
 #   DEMO_OUT    run directory (default: ./mblast-runs/demo-<time>)
 set -euo pipefail
@@ -14,12 +15,12 @@ mblast=${BUILD_DIR:-build}/mblast
 
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   backend=cuda
-  problem=benchmarks/problems/row_softmax.py
-  cassette=benchmarks/examples/row_softmax.cassette.jsonl
-  # The online-softmax technique and the built-ins; every request has an answer in the replay.
-  techniques=(--technique cuda/online-softmax --technique cuda/builtin-cuda-graph
-    --technique cuda/builtin-torch-compile --technique cuda/builtin-channels-last
-    --technique cuda/builtin-cudnn-benchmark)
+  # An unfused elementwise chain: what fusion (a kernel from the replay, or torch.compile) and a
+  # CUDA graph gain on a GPU is large and real; every request has an answer in the replay.
+  problem=benchmarks/problems/gelu_tanh.py
+  cassette=benchmarks/examples/gelu_tanh.cassette.jsonl
+  techniques=(--technique cuda/fuse-elementwise-into-producer --technique cuda/builtin-torch-compile
+    --technique cuda/builtin-cuda-graph)
   steps=3
 else
   backend=opencl

@@ -429,7 +429,8 @@ class Eligibility : public ::testing::Test {
     current.ancestry = ancestry;
     std::set<std::string> ids;
     for (const auto& t : optimize_detail::eligible_techniques(kb.techniques("cuda"), "model",
-                                                              current, {}, {}, false, ops)) {
+                                                              current, {}, {}, false, ops)
+                             .techniques) {
       if (t.implementer == "builtin") ids.insert(t.id);
     }
     return ids;
@@ -477,6 +478,10 @@ TEST_F(Eligibility, ACompileVariantReplacesTheCompiledModelOnItsAncestor) {
   const auto ids = eligible(current.lineage, {}, current.ancestry);
   EXPECT_EQ(ids.count("cuda/builtin-torch-compile-max-autotune"), 1u);
   EXPECT_EQ(ids.count("cuda/builtin-torch-compile"), 0u);
+  const auto chosen = optimize_detail::eligible_techniques(all, "model", current, {}, {}, false);
+  EXPECT_EQ(chosen.base_for(*kb.technique("cuda/builtin-torch-compile-max-autotune"), current).file,
+            "reference.py");
+  EXPECT_EQ(chosen.base_for(*kb.technique("cuda/builtin-cuda-graph"), current).file, "s001.py");
 }
 
 TEST_F(Eligibility, ConvolutionBuiltinsNeedAConvolution) {

@@ -282,6 +282,18 @@ TEST_F(OptimizeCli, TheDemoReplayCarriesTheBundledExamplesAndFinishes) {
         << "an actor answer no longer matches benchmarks/examples/: " << text.substr(0, 200);
   }
   EXPECT_EQ(actors, 6);
+  // What scripts/demo.sh replays on a GPU machine.
+  const std::string gelu = read(root / "benchmarks/examples/gelu_tanh_cuda.py");
+  int gelu_actors = 0;
+  for (const auto& line : json_lines(root / "benchmarks/examples/gelu_tanh.cassette.jsonl")) {
+    EXPECT_EQ(line["note"], "authored");
+    if (line["match"]["role_tag"] != "actor") continue;
+    ++gelu_actors;
+    const std::string text = line["response"]["text"];
+    EXPECT_NE(text.find(gelu), std::string::npos)
+        << "the GPU demo's answer no longer matches benchmarks/examples/gelu_tanh_cuda.py";
+  }
+  EXPECT_EQ(gelu_actors, 3);
 
   // What scripts/demo.sh runs on a machine without a GPU.
   const fs::path out = dir_ / "demo";

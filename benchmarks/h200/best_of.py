@@ -2,13 +2,18 @@
 
     best_of.py --kernelbench DIR --level N --problems 1,19,... --out BATCH_DIR [--mblast PATH]
                [--gpus 0,1,2,3] [--transforms cuda_graph,torch_compile,torch_compile_max_autotune]
-               [--timeout S] [--eval-args '--device cpu']
+               [--timeout S] [--eval-args '--device cpu'] [--reuse-runs]
 
 For every problem the built-in transforms are applied to the reference (`python3 -m
 mblast_builtin`) and judged by one `mblast eval --json` on one GPU, the GPUs taking problems in
 turn; each result becomes a line of BATCH_DIR/baselines.jsonl ({"task", "baseline", "correct",
 "speedup", "cand_ms", "ref_ms", "error"}), which `mblast report BATCH_DIR` reads as the best-of
 column: the best of eager and these, measured in the same batch as mblast's own runs.
+
+With --reuse-runs, a control that a run of the batch has already judged (its step applied that
+built-in to the reference: BATCH_DIR/runs/<stem>/steps.jsonl, base_depth 0) is taken from that
+step instead of being judged again ("source": "run step N"); only the others are judged. The
+result is the same judge on the same candidate file in the same batch, for less GPU time.
 """
 
 from __future__ import annotations
@@ -38,6 +43,36 @@ def problem_files(kernelbench: Path, level: int, numbers: List[str]) -> List[Pat
             raise SystemExit(f"best_of.py: no problem {n} in {folder}")
         files.append(found[0])
     return files
+
+
+def transform_of_technique() -> Dict[str, str]:
+    """Built-in technique id -> transform name, from the seed catalogue."""
+    seed = json.loads((ROOT / "kb_schema" / "seed" / "techniques.json").read_text(encoding="utf-8"))
+    rows = seed if isinstance(seed, list) else seed.get("techniques", [])
+    return {r["id"]: r["builtin"]["transform"] for r in rows if isinstance(r.get("builtin"), dict)}
+
+
+def controls_from_run(run_dir: Path, task: str, transforms: List[str]) -> Dict[str, Dict[str, Any]]:
+    """The controls among `transforms` that the run judged on the reference, by transform."""
+    by_id = transform_of_technique()
+    found: Dict[str, Dict[str, Any]] = {}
+    steps = run_dir / "steps.jsonl"
+    if not steps.is_file():
+        return found
+    for raw in steps.read_text(encoding="utf-8").splitlines():
+        try:
+            step = json.loads(raw)
+        except json.JSONDecodeError:
+            continue
+        transform = by_id.get(step.get("technique", ""))
+        if transform not in transforms or transform in found or step.get("base_depth") != 0:
+            continue
+        correct = step.get("outcome") == "correct"
+        found[transform] = {"task": task, "baseline": transform, "correct": correct,
+                            "speedup": num(step.get("speedup")) if correct else None, "cand_ms": None,
+                            "ref_ms": None, "error": None if correct else step.get("error"),
+                            "wall_s": num(step.get("seconds")), "source": f"run step {step.get('global_step')}"}
+    return found
 
 
 def judge_controls(mblast: Path, problem: Path, transforms: List[str], gpu: str, work: Path,
@@ -71,6 +106,8 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--gpus", default=os.environ.get("CUDA_VISIBLE_DEVICES", "0"))
     ap.add_argument("--transforms", default=TRANSFORMS)
     ap.add_argument("--timeout", type=float, default=400.0, help="seconds for one problem's eval")
+    ap.add_argument("--reuse-runs", action="store_true",
+                    help="take controls the batch's runs judged on the reference from their steps")
     ap.add_argument("--eval-args", default="", help="more options for mblast eval (e.g. '--device cpu' to try it here)")
     args = ap.parse_args(argv)
     problems = problem_files(args.kernelbench, args.level, [n for n in args.problems.split(",") if n])
@@ -89,7 +126,12 @@ def main(argv: List[str]) -> int:
                 problem = todo.get_nowait()
             except queue.Empty:
                 return
-            lines = judge_controls(args.mblast, problem, transforms, gpu, work, args.timeout, args.eval_args.split())
+            task = f"{problem.parent.name}/{problem.stem}"
+            reused = controls_from_run(args.out / "runs" / problem.stem, task, transforms) if args.reuse_runs else {}
+            missing = [t for t in transforms if t not in reused]
+            judged = judge_controls(args.mblast, problem, missing, gpu, work, args.timeout,
+                                    args.eval_args.split()) if missing else []
+            lines = list(reused.values()) + [dict(line, source="judged") for line in judged]
             with lock, sink.open("a", encoding="utf-8") as f:
                 for line in lines:
                     f.write(json.dumps(line) + "\n")

@@ -8,7 +8,12 @@
 # one process per GPU, at most MAX_EVALS evaluations each (the reference's included); then
 # best_of.py judges the controls (CUDA graph, torch.compile, max-autotune on the reference) of
 # the same problems in the same batch directory; then `mblast report` prints the level's table,
-# mblast's speedups beside the best-of column. Batches land in $OUT/sample30/levelN.
+# mblast's speedups beside the best-of column, and benchmarks/step_wall.py where the steps' wall went.
+# Batches land in $OUT/sample30/levelN.
+# Controls a run already judged on the reference are taken from its steps (best_of.py
+# --reuse-runs). To fit one device call: ONLY=1,19,23 runs those problems of the level (the rest
+# in another call, into the same batch when it is carried back); TIME_LIMIT=M bounds each
+# problem's optimize to M minutes (optimize --time-limit).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 levels=${1:-1 2 3}
@@ -19,16 +24,17 @@ export LD_LIBRARY_PATH=$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 command -v bwrap >/dev/null || export PATH=$PWD/.device/bin:$PATH
 mkdir -p "$out"
 for level in $levels; do
-  problems=$(awk -v l="$level" '$1 == l {print $2}' benchmarks/kernelbench_sample30.txt)
+  problems=${ONLY:-$(awk -v l="$level" '$1 == l {print $2}' benchmarks/kernelbench_sample30.txt)}
   [ -n "$problems" ] || { echo "sample30.sh: no level $level in the sample" >&2; exit 2; }
   batch=$out/level$level
   start=$(date +%s)
   scripts/run_kernelbench.sh --level "$level" --kernelbench .kb --problems "$problems" --gpus "$gpus" \
     --out "$batch" --mblast .device/mblast -- --llm none --iterations 1 --steps "$max_evals" \
-    --max-evaluations "$max_evals" >"$batch.log" 2>&1 || echo "level $level: run_kernelbench.sh exit $?"
+    --max-evaluations "$max_evals" ${TIME_LIMIT:+--time-limit "$TIME_LIMIT"} >>"$batch.log" 2>&1 || echo "level $level: run_kernelbench.sh exit $?"
   python3 benchmarks/h200/best_of.py --kernelbench .kb --level "$level" --problems "$problems" \
-    --out "$batch" --mblast .device/mblast --gpus "$gpus" >>"$batch.log" 2>&1 || echo "level $level: best_of.py exit $?"
+    --out "$batch" --mblast .device/mblast --gpus "$gpus" --reuse-runs >>"$batch.log" 2>&1 || echo "level $level: best_of.py exit $?"
   echo "level $level: $(($(date +%s) - start)) s"
   .device/mblast report "$batch" --json >"$batch/report.json" || true
   .device/mblast report "$batch" | tee "$batch/report.md" | sed -n '1,60p'
+  python3 benchmarks/step_wall.py "$batch" >"$batch/step_wall.md" && tail -1 "$batch/step_wall.md"
 done

@@ -381,13 +381,13 @@ std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
   selector.llm_available = agents_.available();
   selector.allowed_requirements = allowed_requirements(options_, baseline_);
   const auto all = kb_.techniques(options_.judge.backend);
-  const auto techniques =
+  const auto eligible =
       eligible_techniques(all, slots_[choice.slot].id, current_, tried_, options_.techniques,
                           backend_.traits().builtins_need_a_candidate, problem_ops_);
-  const Selection selection =
-      select_technique(techniques, kb_.reward_stats(options_.judge.backend, choice.state.state_id),
-                       choice.state.state_id, options_.judge.backend, hardware_, selector,
-                       options_.judge.seed * 1000003u + static_cast<std::uint64_t>(global));
+  const Selection selection = select_technique(
+      eligible.techniques, kb_.reward_stats(options_.judge.backend, choice.state.state_id),
+      choice.state.state_id, options_.judge.backend, hardware_, selector,
+      options_.judge.seed * 1000003u + static_cast<std::uint64_t>(global));
   log_choice(global, slots_[choice.slot].id, choice.state, selection);
   if (selection.technique_id.empty()) {
     why_none = "every technique the selector may pick in state " + choice.state.state_id +
@@ -396,10 +396,7 @@ std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
     return std::nullopt;
   }
   choice.technique = *kb_.technique(selection.technique_id);
-  choice.base = base_of(current_);
-  if (choice.technique.implementer == "builtin") {
-    choice.base = builtin_base(choice.technique, all, current_).value_or(choice.base);
-  }
+  choice.base = eligible.base_for(choice.technique, current_);
   return choice;
 }
 

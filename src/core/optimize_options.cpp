@@ -1,32 +1,9 @@
 // OptimizeOptions to and from a run's config.json, so that --resume continues with them.
 #include "mblast/error.hpp"
+#include "mblast/json_fields.hpp"
 #include "mblast/optimize.hpp"
 
 namespace mblast {
-
-namespace {
-
-template <typename T>
-nlohmann::json optional_json(const std::optional<T>& value) {
-  return value ? nlohmann::json(*value) : nlohmann::json();
-}
-
-template <typename T>
-void read_optional(const nlohmann::json& json, const char* key, std::optional<T>& out) {
-  if (!json.contains(key)) return;
-  if (json[key].is_null()) {
-    out.reset();
-  } else {
-    out = json[key].get<T>();
-  }
-}
-
-template <typename T>
-void read(const nlohmann::json& json, const char* key, T& out) {
-  if (json.contains(key) && !json[key].is_null()) out = json[key].get<T>();
-}
-
-}  // namespace
 
 nlohmann::json options_to_json(const OptimizeOptions& o) {
   nlohmann::json j = judge_options_to_json(o.judge);
@@ -55,10 +32,10 @@ namespace {
 // Runs recorded before the judge's options had one JSON form, and before the backends declared
 // their own options, named some of them otherwise.
 void read_legacy_judge_options(const nlohmann::json& j, JudgeOptions& judge) {
-  if (!j.contains("seeds")) read(j, "verify_seeds", judge.seeds);
+  if (!j.contains("seeds")) read_field(j, "verify_seeds", judge.seeds);
   if (!j.contains("timeout_s")) {
     std::int64_t timeout = judge.timeout.count();
-    read(j, "eval_timeout_s", timeout);
+    read_field(j, "eval_timeout_s", timeout);
     judge.timeout = std::chrono::seconds(timeout);
   }
   if (!j.contains("tolerance_policy") && j.contains("strict_tolerance") &&
@@ -81,31 +58,31 @@ OptimizeOptions options_from_json(const nlohmann::json& j) {
   OptimizeOptions o;
   try {
     std::string text;
-    read(j, "problem", text);
+    read_field(j, "problem", text);
     o.problem = text;
     read_judge_options(j, o.judge);
     read_legacy_judge_options(j, o.judge);
-    read(j, "llm", o.llm);
+    read_field(j, "llm", o.llm);
     if (j.contains("llm_config") && j["llm_config"].is_string()) {
       o.llm_config = j["llm_config"].get<std::string>();
     }
-    read(j, "llm_record", o.llm_record);
-    read(j, "iterations", o.iterations);
-    read(j, "steps", o.steps);
-    read(j, "fix_attempts", o.fix_attempts);
-    read(j, "techniques", o.techniques);
-    read_optional(j, "max_evaluations", o.max_evaluations);
-    read_optional(j, "time_limit_minutes", o.time_limit_minutes);
-    read_optional(j, "max_tokens", o.max_tokens);
-    read_optional(j, "max_cost_usd", o.max_cost_usd);
-    read(j, "allow_bf16", o.allow_bf16);
+    read_field(j, "llm_record", o.llm_record);
+    read_field(j, "iterations", o.iterations);
+    read_field(j, "steps", o.steps);
+    read_field(j, "fix_attempts", o.fix_attempts);
+    read_field(j, "techniques", o.techniques);
+    read_optional_field(j, "max_evaluations", o.max_evaluations);
+    read_optional_field(j, "time_limit_minutes", o.time_limit_minutes);
+    read_optional_field(j, "max_tokens", o.max_tokens);
+    read_optional_field(j, "max_cost_usd", o.max_cost_usd);
+    read_field(j, "allow_bf16", o.allow_bf16);
     text.clear();
-    read(j, "kb", text);
+    read_field(j, "kb", text);
     o.kb = text;
     text.clear();
-    read(j, "out", text);
+    read_field(j, "out", text);
     o.out = text;
-    read(j, "prestart", o.prestart);
+    read_field(j, "prestart", o.prestart);
   } catch (const nlohmann::json::exception& e) {
     throw input_error(std::string("the run's options are not readable: ") + e.what(),
                       "the run directory is damaged; start a new run with --out");

@@ -110,13 +110,17 @@ std::optional<Base> builtin_base(const TechniqueRow& technique,
   return base_of(current);
 }
 
-std::vector<TechniqueRow> eligible_techniques(const std::vector<TechniqueRow>& all,
-                                              const std::string& slot, const Current& current,
-                                              const Tried& tried,
-                                              const std::vector<std::string>& only,
-                                              bool builtins_need_a_candidate,
-                                              const std::vector<std::string>& problem_ops) {
-  std::vector<TechniqueRow> eligible;
+Base EligibleTechniques::base_for(const TechniqueRow& technique, const Current& current) const {
+  const auto found = builtin_bases.find(technique.id);
+  return found != builtin_bases.end() ? found->second : base_of(current);
+}
+
+EligibleTechniques eligible_techniques(const std::vector<TechniqueRow>& all,
+                                       const std::string& slot, const Current& current,
+                                       const Tried& tried, const std::vector<std::string>& only,
+                                       bool builtins_need_a_candidate,
+                                       const std::vector<std::string>& problem_ops) {
+  EligibleTechniques eligible;
   for (const auto& technique : all) {
     if (!only.empty() && std::find(only.begin(), only.end(), technique.id) == only.end()) continue;
     if (technique.implementer == "builtin") {
@@ -126,8 +130,9 @@ std::vector<TechniqueRow> eligible_techniques(const std::vector<TechniqueRow>& a
       if (builtins_need_a_candidate && base->is_reference()) continue;
       if (tried.count({base->file.string(), technique.id})) continue;
       if (!problem_has_needed_ops(technique, problem_ops)) continue;
+      eligible.builtin_bases.emplace(technique.id, *base);
     }
-    eligible.push_back(technique);
+    eligible.techniques.push_back(technique);
   }
   return eligible;
 }

@@ -2,6 +2,7 @@
 // The pieces `optimize` is built from, kept out of the loop so that it reads top to bottom.
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -87,12 +88,17 @@ std::vector<std::string> allowed_requirements(const OptimizeOptions& options,
 // that one instead of compiling a compiled model again), none needing ops the problem lacks
 // (`needs_ops`: substrings of the baseline profile's op names; unknown ops filter nothing), and
 // (native backends, whose built-ins tune a kernel) only once there is a candidate to tune.
-std::vector<TechniqueRow> eligible_techniques(const std::vector<TechniqueRow>& all,
-                                              const std::string& slot, const Current& current,
-                                              const Tried& tried,
-                                              const std::vector<std::string>& only,
-                                              bool builtins_need_a_candidate,
-                                              const std::vector<std::string>& problem_ops = {});
+struct EligibleTechniques {
+  std::vector<TechniqueRow> techniques;
+  std::map<std::string, Base> builtin_bases;  // by technique id: where each built-in applies
+  // The implementation a step with `technique` (one of `techniques`) starts from.
+  Base base_for(const TechniqueRow& technique, const Current& current) const;
+};
+EligibleTechniques eligible_techniques(const std::vector<TechniqueRow>& all,
+                                       const std::string& slot, const Current& current,
+                                       const Tried& tried, const std::vector<std::string>& only,
+                                       bool builtins_need_a_candidate,
+                                       const std::vector<std::string>& problem_ops = {});
 
 // The op names of a profile signature (its ops and regions).
 std::vector<std::string> signature_op_names(const nlohmann::json& signature);

@@ -1,17 +1,14 @@
 #include "mblast/judge_options.hpp"
 
+#include "mblast/json_fields.hpp"
+
 namespace mblast {
 
 namespace {
 
-template <typename T>
-void read(const nlohmann::json& json, const char* key, T& out) {
-  if (json.contains(key) && !json[key].is_null()) out = json[key].get<T>();
-}
-
 void read_seconds(const nlohmann::json& json, const char* key, std::chrono::seconds& out) {
   std::int64_t seconds = out.count();
-  read(json, key, seconds);
+  read_field(json, key, seconds);
   out = std::chrono::seconds(seconds);
 }
 
@@ -35,20 +32,20 @@ nlohmann::json judge_options_to_json(const JudgeOptions& o) {
 }
 
 void read_judge_options(const nlohmann::json& j, JudgeOptions& o) {
-  read(j, "backend", o.backend);
-  read(j, "device", o.device);
-  read(j, "seeds", o.seeds);
-  read(j, "seed", o.seed);
-  read(j, "atol", o.atol);
-  read(j, "rtol", o.rtol);
-  read(j, "tolerance_policy", o.tolerance_policy);
-  read(j, "allow_tf32", o.allow_tf32);
-  read(j, "timing_runs", o.timing_runs);
-  read(j, "timing_autograd", o.timing_autograd);
+  read_field(j, "backend", o.backend);
+  read_field(j, "device", o.device);
+  read_field(j, "seeds", o.seeds);
+  read_field(j, "seed", o.seed);
+  read_field(j, "atol", o.atol);
+  read_field(j, "rtol", o.rtol);
+  read_field(j, "tolerance_policy", o.tolerance_policy);
+  read_field(j, "allow_tf32", o.allow_tf32);
+  read_field(j, "timing_runs", o.timing_runs);
+  read_field(j, "timing_autograd", o.timing_autograd);
   read_seconds(j, "timeout_s", o.timeout);
   read_seconds(j, "compile_timeout_s", o.compile_timeout);
   std::string cache_dir = o.cache_dir.string();
-  read(j, "cache_dir", cache_dir);
+  read_field(j, "cache_dir", cache_dir);
   o.cache_dir = cache_dir;
   if (j.contains("target") && j["target"].is_object()) {
     o.target = j["target"].get<std::map<std::string, std::string>>();

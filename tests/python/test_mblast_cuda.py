@@ -251,7 +251,8 @@ def export(name: str) -> str:
     return mblast_cuda.export_kernelbench((CANDIDATES / name).read_text())
 
 
-@pytest.mark.parametrize("name", ["relu_fast.py", "../../../benchmarks/examples/row_softmax_cuda.py"])
+@pytest.mark.parametrize("name", ["relu_fast.py", "../../../benchmarks/examples/row_softmax_cuda.py",
+                                  "../../../benchmarks/examples/gelu_tanh_cuda.py"])
 def test_export_is_self_contained_kernelbench(name: str) -> None:
     text = export(name)
     compile(text, name, "exec")

@@ -1,6 +1,7 @@
 """In-process unit tests of the worker's building blocks (fast; no subprocesses)."""
 
 import math
+import sys
 import time
 from typing import Any, Dict
 
@@ -422,3 +423,13 @@ def test_output_snapshots_compare_values_of_views_with_gaps() -> None:
     assert contiguous_values(dense).data_ptr() == dense.data_ptr()  # compared without a copy
     base[0, 0] = -1.0  # written after the first read, as work left on a side stream would
     assert not same_outputs(early, [contiguous_values(view)])
+
+
+def test_warm_imports_load_the_compiler_stack_where_torch_has_one() -> None:
+    from mblast_worker import device
+
+    device.warm_imports()  # never raises, with or without torch.compile
+    if hasattr(torch, "compile"):
+        assert "torch._dynamo" in sys.modules and "torch._inductor.compile_fx" in sys.modules
+    else:
+        assert "torch._dynamo" not in sys.modules

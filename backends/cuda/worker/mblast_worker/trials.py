@@ -69,7 +69,8 @@ def run_trial(s: Session, v: Verdict, seed: int, prime: bool) -> None:
     if prime:
         # Warms up lazy compilation before the calls that count; the driver's compile allowance
         # ends here.
-        s.call_candidate(inputs, seed, PoisonMode.NAN)
+        with s.phases.phase("first_call"):  # lazy compilation (torch.compile, Triton) happens here
+            s.call_candidate(inputs, seed, PoisonMode.NAN)
         progress.report("primed")
         inputs = _check_mutation(s, v, seed, before, inputs)
     tol = _trial_tolerance(v, sf)

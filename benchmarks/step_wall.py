@@ -1,0 +1,102 @@
+"""Where a step's wall time goes, for the runs of a batch or single run directories.
+
+    python3 benchmarks/step_wall.py BATCH_DIR_OR_RUN_DIR... [--eager-below-ms 10] [--json]
+
+Per step (steps.jsonl) the candidate's stored result (candidates/<name>.json) gives the build
+(driver-side compile, e.g. nvcc), the worker's candidate load (import; load_inline compiles here)
+and the first call (lazy compilation: torch.compile, Triton); what remains of the step's wall is
+the judge's and the loop's own cost, the "overhead" column. Issue 21 asks for an overhead of at most
+2 s per step on problems whose eager time is under 10 ms; the last line counts the steps over it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional
+
+LIMIT_S = 2.0
+
+
+def run_dirs(paths: List[Path]) -> Iterator[Path]:
+    for path in paths:
+        if (path / "steps.jsonl").is_file():
+            yield path
+        elif (path / "runs").is_dir():
+            yield from sorted(p for p in (path / "runs").iterdir() if (p / "steps.jsonl").is_file())
+        else:
+            raise SystemExit(f"step_wall.py: {path} holds neither steps.jsonl nor runs/ — pass a run or batch directory")
+
+
+def json_lines(path: Path) -> List[Dict[str, Any]]:
+    rows = []
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(raw))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def step_row(run: Path, step: Dict[str, Any], eager_ms: Optional[float]) -> Optional[Dict[str, Any]]:
+    candidate = step.get("candidate")
+    if not candidate or not isinstance(step.get("seconds"), (int, float)):
+        return None
+    result_file = run / "candidates" / (Path(candidate).stem + ".json")
+    result: Dict[str, Any] = json.loads(result_file.read_text(encoding="utf-8")) if result_file.is_file() else {}
+    phases = result.get("phase_seconds") or {}
+    build = number(result.get("build_seconds"))
+    load = number(phases.get("load"))
+    first_call = number(phases.get("trials/first_call"))
+    wall = float(step["seconds"])
+    return {"run": run.name, "step": step.get("global_step"), "technique": step.get("technique"),
+            "eager_ms": eager_ms, "wall_s": wall, "build_s": build, "load_s": load, "first_call_s": first_call,
+            "overhead_s": max(0.0, wall - build - load - first_call), "outcome": step.get("outcome")}
+
+
+def eager_ms_of(run: Path) -> Optional[float]:
+    record = run / "run.json"
+    if record.is_file():
+        value = json.loads(record.read_text(encoding="utf-8")).get("baseline_ms")
+        return float(value) if isinstance(value, (int, float)) else None
+    return None
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("paths", type=Path, nargs="+")
+    ap.add_argument("--eager-below-ms", type=float, default=10.0, help="problems counted against the limit")
+    ap.add_argument("--json", action="store_true", help="one JSON object per step instead of the table")
+    args = ap.parse_args(argv)
+    rows = []
+    for run in run_dirs(args.paths):
+        eager = eager_ms_of(run)
+        rows += [r for r in (step_row(run, s, eager) for s in json_lines(run / "steps.jsonl")) if r]
+    if args.json:
+        for r in rows:
+            print(json.dumps(r))
+        return 0
+    print("| run | step | technique | eager ms | wall s | build s | load s | first call s | overhead s |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        eager = f"{r['eager_ms']:.3f}" if r["eager_ms"] is not None else "?"
+        print(f"| {r['run']} | {r['step']} | {r['technique']} | {eager} | {r['wall_s']:.2f} | {r['build_s']:.2f} | "
+              f"{r['load_s']:.2f} | {r['first_call_s']:.2f} | {r['overhead_s']:.2f} |")
+    counted = [r for r in rows if r["eager_ms"] is not None and r["eager_ms"] < args.eager_below_ms]
+    if counted:
+        over = [r for r in counted if r["overhead_s"] > LIMIT_S]
+        print(f"\nsteps on problems with eager < {args.eager_below_ms:g} ms: {len(counted)}; overhead median "
+              f"{statistics.median(r['overhead_s'] for r in counted):.2f} s, max "
+              f"{max(r['overhead_s'] for r in counted):.2f} s; over {LIMIT_S:g} s: {len(over)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
