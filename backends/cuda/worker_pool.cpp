@@ -30,6 +30,7 @@ using nlohmann::json;
 constexpr auto kExitGrace = std::chrono::seconds(5);  // for a worker that has answered to exit
 constexpr std::size_t kStderrTailBytes = 64 * 1024;
 constexpr std::size_t kExcerptBytes = 200;
+constexpr std::size_t kStarterThreads = 2;  // workers started at the same time, at most
 
 // The file system read-only, devices (GPUs) usable, a private /dev/shm; the worker's own scratch
 // folder and the hidden folders are added per worker (bwrap_prefix).
@@ -278,7 +279,8 @@ WorkerPool::WorkerPool(WorkerConfig config, std::size_t prestarted)
       sandbox_(config_.isolate_network ? detect_sandbox() : "none"),
       cache_fd_(open_problem_cache(config_.problem_cache)) {
   want_more();
-  starter_ = std::thread([this] { starter_loop(); });
+  for (std::size_t i = 0; i < kStarterThreads; ++i)
+    starters_.emplace_back([this] { starter_loop(); });
 }
 
 WorkerPool::~WorkerPool() {
@@ -287,7 +289,7 @@ WorkerPool::~WorkerPool() {
     stopping_ = true;
   }
   changed_.notify_all();
-  starter_.join();
+  for (auto& starter : starters_) starter.join();
   started_.clear();
   if (cache_fd_ >= 0) ::close(cache_fd_);
 }

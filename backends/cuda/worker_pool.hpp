@@ -134,12 +134,15 @@ class WorkerPool {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Started> started_;
-  std::size_t to_start_ = 0;  // requests the starter thread has not served yet
-  std::size_t starting_ = 0;  // workers the starter thread is starting right now
+  std::size_t to_start_ = 0;  // requests the starter threads have not served yet
+  std::size_t starting_ = 0;  // workers the starter threads are starting right now
   std::size_t waiting_ = 0;   // calls waiting in take()
   std::size_t quiet_ = 0;     // calls in their timing phase
   bool stopping_ = false;
-  std::thread starter_;  // last: it starts running once everything above is set up
+  // Last: they start running once everything above is set up. More than one, because a worker
+  // takes longer to start (10-15 s on the H200: PyTorch, a CUDA context, torch.compile's stack)
+  // than a step of the loop takes to use one.
+  std::vector<std::thread> starters_;
 };
 
 }  // namespace mblast
