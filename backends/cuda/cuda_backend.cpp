@@ -14,13 +14,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A CUDA worker takes longer to start (PyTorch, a CUDA context, torch.compile's stack: 10-15 s on
+// the H200) than a compiled step of the loop takes to use one, so two are kept ahead there.
+std::size_t workers_ahead(const std::string& device) { return is_cuda_device(device) ? 2 : 1; }
+
 class CudaBackend final : public Backend {
  public:
   CudaBackend(BackendTraits traits, const BackendContext& context)
       : traits_(std::move(traits)),
         options_(context.options),
         python_(context.python),
-        prestarted_(context.prestarted) {}
+        prestarted_(context.prestarted > 0 ? context.prestarted : workers_ahead(options_.device)) {}
 
   const BackendTraits& traits() const override { return traits_; }
 

@@ -23,6 +23,8 @@ namespace mblast {
 
 namespace fs = std::filesystem;
 
+bool is_cuda_device(const std::string& device) { return device.rfind("cuda", 0) == 0; }
+
 namespace {
 
 std::string read_file(const fs::path& path, const char* what) {
@@ -52,8 +54,6 @@ nlohmann::json empty_result(const EvalOptions& options, const fs::path& candidat
           {"error", nullptr},
           {"error_kind", nullptr}};
 }
-
-bool is_cuda_device(const std::string& device) { return device.rfind("cuda", 0) == 0; }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -118,7 +118,7 @@ std::string host_name() {
 void refuse_unstartable(const WorkerOutcome& outcome, const EvalOptions& options) {
   if (outcome.completed || outcome.failure.rfind("worker could not start", 0) != 0) return;
   std::string hint = "check `mblast doctor`";
-  if (options.device.rfind("cuda", 0) == 0) {
+  if (is_cuda_device(options.device)) {
     hint =
         "PyTorch sees no usable GPU here: use --device cpu for plain PyTorch candidates, or "
         "run on a machine with an NVIDIA GPU (`mblast doctor` checks it)";

@@ -3,6 +3,7 @@
 // several seeds with the anti-cheat checks, time against the eager baseline, in the Python worker
 // (worker_pool.hpp). Used by `mblast eval` and by the CUDA backend of the loop.
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,9 @@
 #include "mblast/eval_options.hpp"
 
 namespace mblast {
+
+// "cuda" or "cuda:N" (not "cpu").
+bool is_cuda_device(const std::string& device);
 
 // The result object of docs/ARCHITECTURE.md §3: correct, max_abs_err, max_rel_err, ref_ms, cand_ms,
 // speedup, flags, error, plus tolerance, timing, build and sandbox details, the worker's

@@ -234,7 +234,7 @@ bool eval_server_wanted(const EvalOptions& options) {
   const std::string setting = env_or("MBLAST_EVAL_SERVER");
   if (setting == "0") return false;
   if (setting == "1") return options.backend == "cuda";
-  return options.backend == "cuda" && options.device.rfind("cuda", 0) == 0;
+  return options.backend == "cuda" && is_cuda_device(options.device);
 }
 
 std::optional<std::vector<json>> evaluate_via_server(const EvalOptions& options,

@@ -45,6 +45,10 @@ def problem_files(kernelbench: Path, level: int, numbers: List[str]) -> List[Pat
     return files
 
 
+def task_of(problem: Path) -> str:
+    return f"{problem.parent.name}/{problem.stem}"
+
+
 def transform_of_technique() -> Dict[str, str]:
     """Built-in technique id -> transform name, from the seed catalogue."""
     seed = json.loads((ROOT / "kb_schema" / "seed" / "techniques.json").read_text(encoding="utf-8"))
@@ -52,9 +56,10 @@ def transform_of_technique() -> Dict[str, str]:
     return {r["id"]: r["builtin"]["transform"] for r in rows if isinstance(r.get("builtin"), dict)}
 
 
-def controls_from_run(run_dir: Path, task: str, transforms: List[str]) -> Dict[str, Dict[str, Any]]:
-    """The controls among `transforms` that the run judged on the reference, by transform."""
-    by_id = transform_of_technique()
+def controls_from_run(run_dir: Path, task: str, transforms: List[str],
+                      by_id: Dict[str, str]) -> Dict[str, Dict[str, Any]]:
+    """The controls among `transforms` that the run judged on the reference, by transform
+    (`by_id`: transform_of_technique())."""
     found: Dict[str, Dict[str, Any]] = {}
     steps = run_dir / "steps.jsonl"
     if not steps.is_file():
@@ -77,7 +82,7 @@ def controls_from_run(run_dir: Path, task: str, transforms: List[str]) -> Dict[s
 
 def judge_controls(mblast: Path, problem: Path, transforms: List[str], gpu: str, work: Path,
                    timeout: float, extra: List[str]) -> List[Dict[str, Any]]:
-    task = f"{problem.parent.name}/{problem.stem}"
+    task = task_of(problem)
     cands = [make_candidate(t, problem, work / problem.stem) for t in transforms]
     cmd = ["env", f"CUDA_VISIBLE_DEVICES={gpu}", str(mblast), "eval", str(problem)]
     for c in cands:
@@ -118,6 +123,7 @@ def main(argv: List[str]) -> int:
     for p in problems:
         todo.put(p)
     lock = threading.Lock()
+    by_id = transform_of_technique() if args.reuse_runs else {}
     sink = args.out / "baselines.jsonl"
 
     def worker(gpu: str) -> None:
@@ -126,8 +132,8 @@ def main(argv: List[str]) -> int:
                 problem = todo.get_nowait()
             except queue.Empty:
                 return
-            task = f"{problem.parent.name}/{problem.stem}"
-            reused = controls_from_run(args.out / "runs" / problem.stem, task, transforms) if args.reuse_runs else {}
+            reused = controls_from_run(args.out / "runs" / problem.stem, task_of(problem), transforms,
+                                       by_id) if args.reuse_runs else {}
             missing = [t for t in transforms if t not in reused]
             judged = judge_controls(args.mblast, problem, missing, gpu, work, args.timeout,
                                     args.eval_args.split()) if missing else []

@@ -114,7 +114,7 @@ class Backend {
 struct BackendContext {
   EvalOptions options;
   std::filesystem::path python;
-  std::size_t prestarted = 1;  // workers kept started ahead (CUDA)
+  std::size_t prestarted = 1;  // workers kept started ahead (CUDA); 0: the backend chooses
 };
 
 // A hidden `mblast internal NAME --option value ...` command that the backend runs in child

@@ -36,9 +36,7 @@ struct OptimizeOptions {
   bool allow_bf16 = false;
   std::filesystem::path kb;
   std::filesystem::path out;  // the run directory; empty: ./mblast-runs/<task>-<time>
-  // Workers kept started ahead of the loop's next evaluation; 0: two on a GPU (a CUDA worker
-  // takes longer to start than a step takes to use one), one on the CPU.
-  int prestart = 0;
+  int prestart = 0;           // workers kept started ahead; 0: the backend chooses (BackendContext)
 };
 
 // What the loop reports while it runs, for the progress line and logs.

@@ -34,16 +34,12 @@ EvalOptions eval_options(const OptimizeOptions& o) {
   return e;
 }
 
-std::size_t workers_started_ahead(const OptimizeOptions& options) {
-  if (options.prestart > 0) return static_cast<std::size_t>(options.prestart);
-  return options.judge.device.rfind("cuda", 0) == 0 ? 2 : 1;
-}
-
 nlohmann::json run_loop(const OptimizeOptions& options, RunDir& run, const ProgressFn& progress) {
   Resumed resumed = Resumed::from(run);
   KnowledgeBase kb(options.kb);
   Agents agents = make_agents(options, resumed.tokens, resumed.cost_usd);
-  BackendContext context{eval_options(options), find_python(), workers_started_ahead(options)};
+  BackendContext context{eval_options(options), find_python(),
+                         static_cast<std::size_t>(options.prestart)};
   auto backend = backend_row(options.judge.backend).make(context);
   return Loop(options, *backend, kb, agents, run, std::move(resumed), progress).run();
 }
