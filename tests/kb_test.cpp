@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -62,6 +63,19 @@ TEST(KnowledgeBase, FreshFileHasLatestSchemaSeedWalAndForeignKeys) {
   for (const char* root : {"launch-bound", "memory-bound", "compute-bound", "latency-bound"}) {
     EXPECT_TRUE(ids.count(root)) << root;
   }
+  // Every technique a state ranks first exists, and a launch-bound model tries a graph first.
+  std::set<std::string> techniques;
+  for (const auto& t : kb.techniques()) techniques.insert(t.id);
+  for (const auto& s : kb.states()) {
+    for (const auto& t : s.try_first) EXPECT_TRUE(techniques.count(t)) << s.id << ": " << t;
+  }
+  const auto states = kb.states();
+  const auto launch = std::find_if(states.begin(), states.end(), [](const StateRow& s) {
+    return s.id == "launch-bound/many-small-kernels";
+  });
+  ASSERT_NE(launch, states.end());
+  ASSERT_FALSE(launch->try_first.empty());
+  EXPECT_EQ(launch->try_first.front(), "cuda/builtin-cuda-graph");
   EXPECT_EQ(kb.db().scalar_int("PRAGMA foreign_keys"), 1);
   auto mode = kb.db().prepare("PRAGMA journal_mode");
   ASSERT_TRUE(mode.step());
@@ -103,6 +117,14 @@ TEST(KnowledgeBase, UpgradesVersionOneInPlaceKeepingData) {
   EXPECT_DOUBLE_EQ(stats[0].mean(), 0.375);
   EXPECT_EQ(upgraded.attempts_for_task("task").size(), 2u);
   EXPECT_GE(upgraded.techniques().size(), 40u);  // the seed arrives with the upgrade
+  std::size_t ranked = 0;
+  for (const auto& state : upgraded.states()) {
+    if (state.id == "s") {
+      EXPECT_TRUE(state.try_first.empty());  // a user's state: none given
+    }
+    ranked += state.try_first.empty() ? 0 : 1;
+  }
+  EXPECT_GE(ranked, 10u);  // seed states gained their ranked techniques in place
 }
 
 TEST(KnowledgeBase, RefusesSchemaNewerThanBinary) {

@@ -203,6 +203,41 @@ TEST(TechniqueSelector, PriorsOrderTheUntriedArms) {
   }
 }
 
+TEST(TechniqueSelector, TryFirstRanksTheUntriedArms) {
+  // The state's ranked list goes before the flat listing and before arms without a prior, in its
+  // own order, whatever the shuffle's seed; once tried, an arm's own results decide.
+  std::vector<TechniqueRow> arms = {technique("plain"),
+                                    technique("listed", "llm", {"memory-bound"}),
+                                    technique("second"), technique("first")};
+  SelectorConfig config;
+  config.try_first = {"first", "second", "not-an-arm"};
+  for (std::uint64_t seed = 0; seed < 8; ++seed) {
+    auto selection = select_technique(arms, {}, "memory-bound", "cuda", kHw, config, seed);
+    ASSERT_EQ(selection.arms.size(), 4u);
+    EXPECT_EQ(selection.arms[0].technique_id, "first");
+    EXPECT_EQ(selection.arms[1].technique_id, "second");
+    EXPECT_EQ(selection.arms[2].technique_id, "listed");
+    EXPECT_EQ(selection.arms[3].technique_id, "plain");
+  }
+  auto selection = select_technique(arms, {stat("first", kHw, 1, -1.0, -1.0)}, "memory-bound",
+                                    "cuda", kHw, config, 1);
+  EXPECT_EQ(selection.technique_id, "second");
+  EXPECT_EQ(selection.arms.back().technique_id, "first");
+}
+
+TEST(TechniqueSelector, TryFirstFollowsTheStateThenItsAncestors) {
+  StateRow root{.id = "launch-bound", .try_first = {"graph", "compile"}};
+  StateRow child{.id = "launch-bound/many-small-kernels",
+                 .parent_id = "launch-bound",
+                 .try_first = {"compile-graphs", "graph"}};
+  StateRow other{.id = "memory-bound", .try_first = {"fuse"}};
+  const std::vector<StateRow> states = {root, child, other};
+  EXPECT_EQ(try_first_of(states, "launch-bound/many-small-kernels"),
+            (std::vector<std::string>{"compile-graphs", "graph", "compile"}));
+  EXPECT_EQ(try_first_of(states, "memory-bound"), std::vector<std::string>{"fuse"});
+  EXPECT_TRUE(try_first_of(states, "unknown").empty());
+}
+
 TEST(TechniqueSelector, ConstraintsRemoveArms) {
   TechniqueRow deprecated = technique("old");
   deprecated.deprecated = true;

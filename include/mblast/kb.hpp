@@ -26,6 +26,8 @@ struct StateRow {
   std::string name;
   std::string description;
   nlohmann::json conditions = nlohmann::json::array();
+  // The techniques most likely to win in this state, best bet first: the selector's ranked prior.
+  std::vector<std::string> try_first;
   std::string origin = "user";
 };
 

@@ -42,6 +42,11 @@ struct Classification {
 // mblast::Error when nothing matches.
 Classification classify(const std::vector<StateRow>& states, const Signature& signature);
 
+// The techniques to try first in a state: its own try_first list, then its ancestors', nearest
+// first, each technique once. Unknown states have none.
+std::vector<std::string> try_first_of(const std::vector<StateRow>& states,
+                                      const std::string& state_id);
+
 // ---- Technique selector (UCB) -----------------------------------------------------------------
 
 struct SelectorConfig {
@@ -55,6 +60,11 @@ struct SelectorConfig {
   int constraint_min_failures = 3;  // this many failures and no success remove an arm
   bool llm_available = true;        // false: built-in techniques only
   std::vector<std::string> allowed_requirements;  // e.g. "allow_tf32": built-ins needing them
+  // The state's likely winners, best bet first (try_first_of): the first gets the seed prior
+  // plus try_first_reward as its assumed mean, later ranks proportionally less. Like the seed
+  // listing it orders the untried arms and fades as attempts accumulate.
+  std::vector<std::string> try_first;
+  double try_first_reward = 0.3;
 };
 
 struct ArmScore {

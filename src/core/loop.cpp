@@ -380,6 +380,7 @@ std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
   SelectorConfig selector;
   selector.llm_available = agents_.available();
   selector.allowed_requirements = allowed_requirements(options_, baseline_);
+  selector.try_first = try_first_of(states_, choice.state.state_id);
   const auto all = kb_.techniques(options_.judge.backend);
   const auto eligible =
       eligible_techniques(all, slots_[choice.slot].id, current_, tried_, options_.techniques,

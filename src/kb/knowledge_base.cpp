@@ -43,9 +43,9 @@ KnowledgeBase::KnowledgeBase(const std::filesystem::path& path) : KnowledgeBase(
 KnowledgeBase::KnowledgeBase(const std::filesystem::path& path, Options options) : path_(path) {
   namespace fs = std::filesystem;
   if (fs::is_directory(path)) {
-    throw input_error("the knowledge base " + path.string() + " is a directory, not a file",
-                      "give --kb (or MBLAST_KB) a file path, e.g. " +
-                          (path / "kb.sqlite").string());
+    throw input_error(
+        "the knowledge base " + path.string() + " is a directory, not a file",
+        "give --kb (or MBLAST_KB) a file path, e.g. " + (path / "kb.sqlite").string());
   }
   if (options.read_only) {
     if (!fs::exists(path)) {
@@ -125,15 +125,16 @@ void KnowledgeBase::transaction(const std::function<void()>& body) {
 void KnowledgeBase::add_state(const StateRow& row) {
   transaction([&] {
     db_->prepare(
-           "INSERT INTO states (id, parent_id, name, description, conditions, origin, created_at) "
-           "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING")
+           "INSERT INTO states (id, parent_id, name, description, conditions, try_first, origin, "
+           "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING")
         .bind(1, row.id)
         .bind(2, row.parent_id)
         .bind(3, row.name)
         .bind(4, row.description)
         .bind(5, row.conditions.dump())
-        .bind(6, row.origin)
-        .bind(7, utc_now())
+        .bind(6, nlohmann::json(row.try_first).dump())
+        .bind(7, row.origin)
+        .bind(8, utc_now())
         .run();
   });
 }

@@ -57,8 +57,8 @@ nlohmann::json rows_json(sql::Stmt& stmt) {
 
 // JSON-typed columns are returned as JSON, not as text holding JSON.
 void expand_json_columns(nlohmann::json& rows) {
-  static const std::set<std::string> json_columns = {"conditions", "backends", "states",
-                                                     "builtin",    "config",   "budgets"};
+  static const std::set<std::string> json_columns = {
+      "conditions", "try_first", "backends", "states", "builtin", "config", "budgets"};
   for (auto& row : rows) {
     for (auto& [key, value] : row.items()) {
       if (json_columns.count(key) && value.is_string()) {
@@ -161,7 +161,7 @@ nlohmann::json KnowledgeBase::query(const KbQuery& q) const {
   std::string select;
   std::string order;
   if (q.kind == "states") {
-    select = "SELECT id, parent_id, name, origin, conditions, description FROM states";
+    select = "SELECT id, parent_id, name, origin, conditions, try_first, description FROM states";
     where.add(q.state, state_match("id", where.next()));
     order = " ORDER BY id";
   } else if (q.kind == "techniques") {

@@ -89,6 +89,7 @@ StateRow state_from(const sql::Stmt& stmt) {
   row.name = c.text("name");
   row.description = c.text("description");
   row.conditions = c.json("conditions");
+  row.try_first = c.json("try_first").get<std::vector<std::string>>();
   row.origin = c.text("origin");
   return row;
 }

@@ -83,10 +83,11 @@ void apply_seed(sql::Db& db) {
   // Seed rows follow the binary (descriptions may improve); rows the critic or a user wrote are
   // never overwritten.
   auto state_stmt = db.prepare(
-      "INSERT INTO states (id, parent_id, name, description, conditions, origin, created_at) "
-      "VALUES (?, ?, ?, ?, ?, 'seed', ?) ON CONFLICT (id) DO UPDATE SET "
+      "INSERT INTO states (id, parent_id, name, description, conditions, try_first, origin, "
+      "created_at) VALUES (?, ?, ?, ?, ?, ?, 'seed', ?) ON CONFLICT (id) DO UPDATE SET "
       "parent_id = excluded.parent_id, name = excluded.name, description = excluded.description, "
-      "conditions = excluded.conditions WHERE states.origin = 'seed'");
+      "conditions = excluded.conditions, try_first = excluded.try_first "
+      "WHERE states.origin = 'seed'");
   db.exec("PRAGMA defer_foreign_keys = ON");
   for (const auto& s : states) {
     state_stmt.bind(1, s.at("id").get<std::string>())
@@ -94,7 +95,8 @@ void apply_seed(sql::Db& db) {
         .bind(3, s.at("name").get<std::string>())
         .bind(4, s.at("description").get<std::string>())
         .bind(5, s.value("conditions", nlohmann::json::array()).dump())
-        .bind(6, now)
+        .bind(6, s.value("try_first", nlohmann::json::array()).dump())
+        .bind(7, now)
         .run();
   }
   auto technique_stmt = db.prepare(

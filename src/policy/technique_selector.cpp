@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 
 #include "mblast/policy.hpp"
@@ -29,7 +30,38 @@ std::string unavailable(const TechniqueRow& t, const std::string& backend,
   return {};
 }
 
+// The assumed mean reward the seed catalogue gives a technique in a state: ranked by the state's
+// try_first list, else a flat small prior when the technique lists the state; else none.
+std::optional<double> seed_prior_reward(const TechniqueRow& t, const std::string& state_id,
+                                        const SelectorConfig& config) {
+  const auto& ranked = config.try_first;
+  const auto at = std::find(ranked.begin(), ranked.end(), t.id);
+  if (at != ranked.end()) {
+    const auto size = static_cast<double>(ranked.size());
+    const auto rank = static_cast<double>(at - ranked.begin());
+    return config.seed_prior_reward + config.try_first_reward * (size - rank) / size;
+  }
+  if (contains(t.states, state_id)) return config.seed_prior_reward;
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::vector<std::string> try_first_of(const std::vector<StateRow>& states,
+                                      const std::string& state_id) {
+  std::vector<std::string> ranked;
+  std::optional<std::string> id = state_id;
+  for (std::size_t depth = 0; id && depth <= states.size(); ++depth) {  // bounded: no cycles
+    const auto state =
+        std::find_if(states.begin(), states.end(), [&](const StateRow& s) { return s.id == *id; });
+    if (state == states.end()) break;
+    for (const auto& technique : state->try_first) {
+      if (!contains(ranked, technique)) ranked.push_back(technique);
+    }
+    id = state->parent_id;
+  }
+  return ranked;
+}
 
 Selection select_technique(const std::vector<TechniqueRow>& techniques,
                            const std::vector<RewardStat>& stats, const std::string& state_id,
@@ -64,9 +96,9 @@ Selection select_technique(const std::vector<TechniqueRow>& techniques,
         sum += config.other_hardware_weight * s.sum_reward;
       }
     }
-    if (contains(t.states, state_id)) {
+    if (const auto prior = seed_prior_reward(t, state_id, config)) {
       arm.n_prior += config.seed_prior_count;
-      sum += config.seed_prior_count * config.seed_prior_reward;
+      sum += config.seed_prior_count * *prior;
     }
     if (!arm.removed && !local_success &&
         local_failures >= static_cast<double>(config.constraint_min_failures)) {
