@@ -1,11 +1,9 @@
 // The backends, one row each (docs/ARCHITECTURE.md §3): their traits and how to make one. Nothing
 // outside backends/ switches on a backend's name; a new backend is a new row here.
-#include <algorithm>
-
+#include "backend_registry.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_doctor.hpp"
 #include "cuda/eval_server.hpp"
-#include "mblast/backend.hpp"
 #include "mblast/error.hpp"
 #include "native/native_judge.hpp"
 #include "opencl/opencl_ceilings.hpp"
@@ -190,63 +188,13 @@ std::vector<BackendRow> make_rows() {
 
 }  // namespace
 
-const std::vector<BackendRow>& backend_registry() {
+const BackendRows& backend_registry() {
   static const std::vector<BackendRow> rows = make_rows();
   return rows;
 }
 
-std::string backend_names(std::string_view last_separator) {
-  const auto& rows = backend_registry();
-  std::string names;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (i > 0) names += i + 1 == rows.size() ? std::string(last_separator) : ", ";
-    names += rows[i].traits.name;
-  }
-  return names;
-}
-
 const BackendRow& backend_row(std::string_view name) {
-  const auto& rows = backend_registry();
-  const auto it = std::find_if(rows.begin(), rows.end(),
-                               [&](const BackendRow& row) { return row.traits.name == name; });
-  if (it == rows.end()) {
-    throw input_error("unknown backend '" + std::string(name) + "'",
-                      "use --backend " + backend_names());
-  }
-  return *it;
-}
-
-void check_target_options(const BackendTraits& traits,
-                          const std::map<std::string, std::string>& target) {
-  for (const auto& [key, value] : target) {
-    if (value.empty()) continue;
-    const auto takes = [&](const BackendTraits& t) {
-      return std::any_of(t.options.begin(), t.options.end(),
-                         [&](const BackendOption& o) { return o.key == key; });
-    };
-    if (takes(traits)) {
-      for (const auto& o : traits.options) {
-        if (o.key == key && o.check) o.check(value);
-      }
-      continue;
-    }
-    std::string flag = "--" + key, others;
-    for (const auto& row : backend_registry()) {
-      if (!takes(row.traits)) continue;
-      others += (others.empty() ? "" : ", ") + row.traits.name;
-      for (const auto& o : row.traits.options) {
-        if (o.key == key) flag = o.flag;
-      }
-    }
-    throw input_error(flag + " is not an option of the " + traits.name + " backend",
-                      others.empty() ? "drop it" : "drop it, or use --backend " + others);
-  }
-}
-
-std::vector<EvalResult> Backend::judge_all(const std::vector<std::filesystem::path>& candidates) {
-  std::vector<EvalResult> results;
-  for (const auto& candidate : candidates) results.push_back(judge(candidate));
-  return results;
+  return find_backend(backend_registry(), name);
 }
 
 }  // namespace mblast

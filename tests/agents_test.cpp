@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "agents/critic_edits.hpp"
+#include "backend_registry.hpp"
 #include "mblast/agents.hpp"
 #include "mblast/backend.hpp"
 #include "mblast/embedded.hpp"

@@ -137,15 +137,18 @@ struct BackendRow {
   std::vector<InternalCommand> internal;
 };
 
-// Every backend, in the order --help lists them.
-const std::vector<BackendRow>& backend_registry();
-// The row named `name`; throws input_error listing the names for any other.
-const BackendRow& backend_row(std::string_view name);
+// The backends a command may use, in the order --help lists them. The registry
+// (backends/backend_registry.hpp) holds them all; the CLI hands them to the core, which depends
+// on no backend.
+using BackendRows = std::vector<BackendRow>;
+
+// The row named `name`; throws input_error listing the rows' names for any other.
+const BackendRow& find_backend(const BackendRows& rows, std::string_view name);
 // "cuda, opencl or rvv".
-std::string backend_names(std::string_view last_separator = " or ");
+std::string backend_names(const BackendRows& rows, std::string_view last_separator = " or ");
 // Throws input_error for a backend option given a value (`target`, by key) that `traits`'s
-// backend does not take (--shrink with --backend cuda), naming the backends that do.
-void check_target_options(const BackendTraits& traits,
+// backend does not take (--shrink with --backend cuda), naming the rows' backends that do.
+void check_target_options(const BackendRows& rows, const BackendTraits& traits,
                           const std::map<std::string, std::string>& target);
 
 }  // namespace mblast

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mblast/backend.hpp"
 #include "mblast/judge_options.hpp"
 
 namespace mblast {
@@ -49,13 +50,16 @@ using ProgressFn = std::function<void(const ProgressEvent&)>;
 // Runs a new loop. The returned object is docs/ARCHITECTURE.md §8's optimize --json result:
 // best_speedup, correct, evaluations, run_dir, tokens, cost_usd, plus status, stop_reason, steps,
 // best file, baseline and LLM details. Throws mblast::Error (exit 2) for unusable input.
-nlohmann::json optimize(OptimizeOptions options, const ProgressFn& progress);
+// `backends` are the rows the CLI links (backend_registry()); the core links none of them.
+nlohmann::json optimize(OptimizeOptions options, const BackendRows& backends,
+                        const ProgressFn& progress);
 
 // Continues the run in `run_dir` with the options it was started with; finished steps and
 // evaluations are not repeated. `overrides` (keys of options_to_json, e.g. "iterations" or
 // "time_limit_minutes") replace recorded options, so that a run stopped by a budget can go on.
 nlohmann::json resume_optimize(const std::filesystem::path& run_dir,
-                               const nlohmann::json& overrides, const ProgressFn& progress);
+                               const nlohmann::json& overrides, const BackendRows& backends,
+                               const ProgressFn& progress);
 
 // Asks a running loop to stop after its current step (safe to call from a signal handler); the
 // run ends with status "interrupted" and can be resumed.

@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "backend_registry.hpp"
 #include "cli/app.hpp"
 #include "mblast/backend.hpp"
 #include "mblast/error.hpp"
@@ -288,7 +289,7 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
         options.device = row.traits.default_device;
       }
       row.traits.check_device(options.device);
-      check_target_options(row.traits, options.target);
+      check_target_options(backend_registry(), row.traits, options.target);
       if (!c->export_path.empty() && candidates.size() != 1) {
         throw input_error("--export takes one candidate, not " + std::to_string(candidates.size()));
       }

@@ -3,6 +3,7 @@
 #include <map>
 #include <memory>
 
+#include "backend_registry.hpp"
 #include "cli/app.hpp"
 #include "mblast/backend.hpp"
 

@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "backend_registry.hpp"
 #include "cli/app.hpp"
 #include "cli/table.hpp"
 #include "mblast/error.hpp"
@@ -352,7 +353,7 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
         if (given("--max-tokens")) overrides["max_tokens"] = *o.max_tokens;
         if (given("--max-cost")) overrides["max_cost_usd"] = *o.max_cost_usd;
         if (given("--llm")) overrides["llm"] = o.llm;
-        result = resume_optimize(c->resume, overrides, std::ref(progress));
+        result = resume_optimize(c->resume, overrides, backend_registry(), std::ref(progress));
       } else {
         if (c->problem.empty()) {
           throw input_error("no PROBLEM given",
@@ -360,7 +361,7 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
         }
         o.problem = c->problem;
         o.out = c->out;
-        result = optimize(o, std::ref(progress));
+        result = optimize(o, backend_registry(), std::ref(progress));
       }
       if (c->json) {
         std::cout << result.dump(2) << "\n";

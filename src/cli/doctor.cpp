@@ -12,6 +12,7 @@
 #include <system_error>
 #include <utility>
 
+#include "backend_registry.hpp"
 #include "mblast/backend.hpp"
 #include "mblast/error.hpp"
 #include "mblast/kb.hpp"

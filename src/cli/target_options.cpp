@@ -1,3 +1,4 @@
+#include "backend_registry.hpp"
 #include "cli/app.hpp"
 #include "mblast/backend.hpp"
 

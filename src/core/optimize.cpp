@@ -34,19 +34,21 @@ EvalOptions eval_options(const OptimizeOptions& o) {
   return e;
 }
 
-nlohmann::json run_loop(const OptimizeOptions& options, RunDir& run, const ProgressFn& progress) {
+nlohmann::json run_loop(const OptimizeOptions& options, const BackendRows& backends, RunDir& run,
+                        const ProgressFn& progress) {
   Resumed resumed = Resumed::from(run);
   KnowledgeBase kb(options.kb);
   Agents agents = make_agents(options, resumed.tokens, resumed.cost_usd);
   BackendContext context{eval_options(options), find_python(),
                          static_cast<std::size_t>(options.prestart)};
-  auto backend = backend_row(options.judge.backend).make(context);
+  auto backend = find_backend(backends, options.judge.backend).make(context);
   return Loop(options, *backend, kb, agents, run, std::move(resumed), progress).run();
 }
 
-void check_options(const OptimizeOptions& o) {
-  backend_row(o.judge.backend).traits.check_device(o.judge.device);
-  check_target_options(backend_row(o.judge.backend).traits, o.judge.target);
+void check_options(const OptimizeOptions& o, const BackendRows& backends) {
+  const auto& traits = find_backend(backends, o.judge.backend).traits;
+  traits.check_device(o.judge.device);
+  check_target_options(backends, traits, o.judge.target);
   if (o.iterations < 1 || o.steps < 1) throw input_error("--iterations and --steps must be >= 1");
   if (!fs::is_regular_file(o.problem)) {
     throw input_error("no such problem file: " + o.problem.string(), "check the path");
@@ -73,11 +75,12 @@ fs::path default_run_dir(const OptimizeOptions& o) {
 
 void request_optimize_stop() { g_optimize_stop_requested = true; }
 
-nlohmann::json optimize(OptimizeOptions options, const ProgressFn& progress) {
-  const auto& traits = backend_row(options.judge.backend).traits;
+nlohmann::json optimize(OptimizeOptions options, const BackendRows& backends,
+                        const ProgressFn& progress) {
+  const auto& traits = find_backend(backends, options.judge.backend).traits;
   if (options.judge.device == "cuda" && traits.default_device != "cuda")
     options.judge.device = traits.default_device;
-  check_options(options);
+  check_options(options, backends);
   options.problem = fs::absolute(options.problem);
   if (options.out.empty()) options.out = default_run_dir(options);
   if (options.kb.empty()) options.kb = default_kb_path();
@@ -91,7 +94,7 @@ nlohmann::json optimize(OptimizeOptions options, const ProgressFn& progress) {
                            {"created_at", utc_now()}};
   try {
     run.write_config(config);
-    return run_loop(options, run, progress);
+    return run_loop(options, backends, run, progress);
   } catch (const Error& e) {
     // Bad input (a broken problem, an unknown technique, a reference that fails its own checks)
     // leaves nothing behind: no half-written run for `mblast report` to count.
@@ -110,17 +113,17 @@ nlohmann::json recorded_options(const fs::path& run_dir) {
 }
 
 nlohmann::json resume_optimize(const fs::path& run_dir, const nlohmann::json& overrides,
-                               const ProgressFn& progress) {
+                               const BackendRows& backends, const ProgressFn& progress) {
   RunDir run = RunDir::open(run_dir);
   nlohmann::json config = run.config();
   nlohmann::json recorded =
       options_to_json(options_from_json(config.value("options", nlohmann::json::object())));
   for (const auto& [key, value] : overrides.items()) recorded[key] = value;
   OptimizeOptions options = options_from_json(recorded);
-  check_options(options);
+  check_options(options, backends);
   config["options"] = options_to_json(options);
   run.write_config(config);
-  return run_loop(options, run, progress);
+  return run_loop(options, backends, run, progress);
 }
 
 }  // namespace mblast
