@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import types
 import subprocess
 import sys
 from pathlib import Path
@@ -131,3 +132,36 @@ def test_cuda_graph_is_correct_and_replays(tmp_path: Path) -> None:
     resp = evaluate(eval_request(problem("relu_small"), candidate_for("cuda_graph", "relu_small", tmp_path),
                                  device="cuda"), tmp_path)
     assert resp["correct"] is True, (resp["error"], resp["flags"])
+
+
+def test_reduce_overhead_starts_a_step_per_call_and_returns_copies(monkeypatch: pytest.MonkeyPatch) -> None:
+    # torch 1.13 here has no torch.compile: a stand-in with CUDA-graph semantics (one static
+    # output buffer, overwritten by every replay) shows what the generated forward does with it.
+    steps: list = []
+    static: dict = {}
+
+    def fake_compile(fn, mode=None, **_kwargs):  # noqa: ANN001, ANN202
+        assert mode == "reduce-overhead"
+
+        def replay(*inputs):  # noqa: ANN002, ANN202
+            out = fn(*inputs)
+            buffer = static.setdefault("out", torch.empty_like(out))
+            buffer.copy_(out)
+            return buffer
+
+        return replay
+
+    monkeypatch.setattr(torch, "compile", fake_compile, raising=False)
+    monkeypatch.setattr(torch, "compiler", types.SimpleNamespace(cudagraph_mark_step_begin=lambda: steps.append(1)),
+                        raising=False)
+    namespace: dict = {}
+    source = make_candidate(Path(problem("relu_small")).read_text(), "torch_compile_cudagraphs")
+    exec(compile(source, "reduce_overhead.py", "exec"), namespace)
+    model = namespace["ModelNew"]()
+    first_input, second_input = torch.randn(4, 8), torch.randn(4, 8)
+    first = model(first_input)
+    second = model(second_input)
+    assert len(steps) == 2  # every call begins a step of the trees
+    assert torch.equal(first, torch.relu(first_input))  # not overwritten by the second replay
+    assert torch.equal(second, torch.relu(second_input))
+    assert first.data_ptr() != static["out"].data_ptr()
