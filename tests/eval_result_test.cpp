@@ -34,5 +34,33 @@ TEST(Outcome, AResultComesToItsKindOfFailure) {
   EXPECT_EQ(ok.outcome(), Outcome::correct);
 }
 
+TEST(Tolerance, ReadsWhatEveryJudgeWritesAndWritesItBack) {
+  // The CUDA worker's four fields; the native judge adds what was asked.
+  const auto cuda = EvalResult::from_json({{"correct", true},
+                                           {"tolerance",
+                                            {{"atol", 2e-3},
+                                             {"rtol", 2e-3},
+                                             {"policy", "eager-widened"},
+                                             {"widened_by_eager", true}}}});
+  ASSERT_TRUE(cuda.tolerance.has_value());
+  EXPECT_DOUBLE_EQ(cuda.tolerance->atol, 2e-3);
+  EXPECT_EQ(cuda.tolerance->policy, "eager-widened");
+  EXPECT_TRUE(cuda.tolerance->widened_by_eager);
+  EXPECT_FALSE(cuda.tolerance->requested_atol.has_value());
+  EXPECT_FALSE(cuda.to_json()["tolerance"].contains("requested_atol"));
+  EXPECT_EQ(EvalResult::from_json(cuda.to_json()).to_json(), cuda.to_json());
+
+  const nlohmann::json native = {{"atol", 1e-4},           {"rtol", 1e-4},
+                                 {"policy", "strict"},     {"widened_by_eager", false},
+                                 {"requested_atol", 1e-4}, {"requested_rtol", 1e-4}};
+  const auto read = Tolerance::from_json(native);
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(read->to_json(), native);
+  // No tolerance, or one without its numbers, is no tolerance (a failure before any check).
+  EXPECT_FALSE(EvalResult::from_json({{"correct", false}}).tolerance.has_value());
+  EXPECT_FALSE(Tolerance::from_json({{"policy", "strict"}}).has_value());
+  EXPECT_FALSE(EvalResult::from_json({{"correct", false}}).to_json().contains("tolerance"));
+}
+
 }  // namespace
 }  // namespace mblast

@@ -12,34 +12,31 @@ namespace mblast {
 
 namespace fs = std::filesystem;
 
-nlohmann::json native_tolerance(const EvalOptions& options, const nlohmann::json& meta) {
+Tolerance native_tolerance(const EvalOptions& options, const nlohmann::json& meta) {
   const auto eager =
       meta.is_object() ? meta.value("eager", nlohmann::json::object()) : nlohmann::json::object();
   // The rule of the CUDA judge (compare.widened): both atol and rtol widened to 1.5 x eager's
   // policy error, the smallest t with |eager - r| <= t + t |r|, so never stricter than PyTorch's
   // own fp32 result on the same inputs (docs/ARCHITECTURE.md §3).
   const double eager_err = eager.value("policy_err", 0.0);
-  double atol = options.atol;
-  double rtol = options.rtol;
-  bool widened = false;
-  if (options.tolerance_policy != "strict" && 1.5 * eager_err > std::min(atol, rtol)) {
-    atol = std::max(atol, 1.5 * eager_err);
-    rtol = std::max(rtol, 1.5 * eager_err);
-    widened = true;
+  Tolerance t{.atol = options.atol,
+              .rtol = options.rtol,
+              .policy = options.tolerance_policy,
+              .requested_atol = options.atol,
+              .requested_rtol = options.rtol};
+  if (options.tolerance_policy != "strict" && 1.5 * eager_err > std::min(t.atol, t.rtol)) {
+    t.atol = std::max(t.atol, 1.5 * eager_err);
+    t.rtol = std::max(t.rtol, 1.5 * eager_err);
+    t.widened_by_eager = true;
   }
-  return {{"atol", atol},
-          {"rtol", rtol},
-          {"policy", options.tolerance_policy},
-          {"widened_by_eager", widened},
-          {"requested_atol", options.atol},
-          {"requested_rtol", options.rtol}};
+  return t;
 }
 
 nlohmann::json evaluate_native(const EvalOptions& options, const fs::path& candidate,
                                NativeBackend& backend, const BundleSet& bundles) {
   const auto started = std::chrono::steady_clock::now();
   const auto baselines = backend.baselines(options.problem, bundles);
-  const nlohmann::json tolerance = native_tolerance(options, bundles.meta);
+  const Tolerance tolerance = native_tolerance(options, bundles.meta);
   nlohmann::json result = {{"problem", options.problem.string()},
                            {"candidate", candidate.string()},
                            {"backend", backend.name()},
@@ -53,7 +50,7 @@ nlohmann::json evaluate_native(const EvalOptions& options, const fs::path& candi
                            {"ref_ms", nullptr},
                            {"cand_ms", nullptr},
                            {"speedup", nullptr},
-                           {"tolerance", tolerance},
+                           {"tolerance", tolerance.to_json()},
                            {"reference_precision", "float64"},
                            {"eager_max_abs_err", bundles.meta["eager"].value("max_abs_err", 0.0)},
                            {"eager_max_rel_err", bundles.meta["eager"].value("max_rel_err", 0.0)},
@@ -68,8 +65,8 @@ nlohmann::json evaluate_native(const EvalOptions& options, const fs::path& candi
     result["error_kind"] = run.error_kind == "compile" ? "compile" : run.error_kind;
     result["error"] = run.error;
   } else {
-    const double atol = tolerance["atol"].get<double>();
-    const double rtol = tolerance["rtol"].get<double>();
+    const double atol = tolerance.atol;
+    const double rtol = tolerance.rtol;
     double max_abs = 0, max_rel = 0;
     bool all_pass = true;
     for (std::size_t i = 0; i < bundles.files.size() && i < run.outputs.size(); ++i) {

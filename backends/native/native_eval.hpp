@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mblast/eval_options.hpp"
+#include "mblast/eval_result.hpp"
 #include "native/bundle.hpp"
 #include "native/native_backend.hpp"
 
@@ -12,8 +13,7 @@ namespace mblast {
 
 // The precision policy of docs/ARCHITECTURE.md §3 for a native problem: options.atol / rtol,
 // widened to 1.5x PyTorch's own fp32 error (bundles' meta "eager") unless the policy is "strict".
-// {"atol", "rtol", "policy", "widened_by_eager", "requested_atol", "requested_rtol"}.
-nlohmann::json native_tolerance(const EvalOptions& options, const nlohmann::json& bundle_meta);
+Tolerance native_tolerance(const EvalOptions& options, const nlohmann::json& bundle_meta);
 
 // Judges a native candidate (OpenCL or RVV) on the problem's tensor bundles: `backend` builds and
 // runs it; each seed's outputs are compared with the float64 reference under the precision

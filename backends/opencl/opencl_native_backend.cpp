@@ -191,7 +191,7 @@ class OpenClBackend final : public NativeBackend {
  private:
   std::pair<double, double> tolerance(const BundleSet& bundles) const {
     const auto policy = native_tolerance(options_, bundles.meta);
-    return {policy["atol"].get<double>(), policy["rtol"].get<double>()};
+    return {policy.atol, policy.rtol};
   }
 
   std::string verify(const NativeRunResult& result, const BundleSet& bundles) const {

@@ -125,7 +125,7 @@ class RvvBackend final : public NativeBackend {
  private:
   std::pair<double, double> tolerance(const BundleSet& bundles) const {
     const auto policy = native_tolerance(options_, bundles.meta);
-    return {policy["atol"].get<double>(), policy["rtol"].get<double>()};
+    return {policy.atol, policy.rtol};
   }
 
   // What a user would build without mblast is the plain C at whichever of -O2 and -O3 (with the

@@ -35,6 +35,20 @@ enum class ErrorKind {
 std::string_view to_string(ErrorKind kind);
 ErrorKind error_kind_from(std::string_view name);
 
+// The tolerance a candidate was judged with: |cand - ref| <= atol + rtol |ref| against the float64
+// reference (docs/ARCHITECTURE.md §3).
+struct Tolerance {
+  double atol = 0;
+  double rtol = 0;
+  std::string policy;                                    // "eager-widened" or "strict"
+  bool widened_by_eager = false;                         // raised to eager's own error
+  std::optional<double> requested_atol, requested_rtol;  // what was asked, where the judge says
+
+  // nullopt for anything but an object with numeric atol and rtol.
+  static std::optional<Tolerance> from_json(const nlohmann::json& object);
+  nlohmann::json to_json() const;
+};
+
 struct EvalResult {
   bool correct = false;
   std::optional<double> max_abs_err, max_rel_err;
@@ -47,8 +61,8 @@ struct EvalResult {
   std::string error_kind_name;   // as the judge wrote it, for ErrorKind::other
   std::string speedup_baseline;  // what speedup is over: "" (eager) or a native baseline's name
   nlohmann::json baselines;      // native: [{"name", "value", "unit", "detail"}]
-  nlohmann::json tolerance;      // {"atol", "rtol", "policy", ...} or null
-  nlohmann::json signature;      // the candidate's profile signature, or null
+  std::optional<Tolerance> tolerance;
+  nlohmann::json signature;            // the candidate's profile signature, or null
   nlohmann::json reference_signature;  // the reference's, where the judge profiled it too
   nlohmann::json err_location;         // where the worst mismatch is, or null
   std::string device_name, torch_version, judged_at;

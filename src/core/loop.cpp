@@ -83,6 +83,10 @@ nlohmann::json or_null(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json();
 }
 
+nlohmann::json tolerance_json(const EvalResult& result) {
+  return result.tolerance ? result.tolerance->to_json() : nlohmann::json();
+}
+
 // The current implementation becomes `technique` applied to `base`.
 void descend(Current& current, const Base& base, const std::string& technique) {
   const std::size_t depth = std::min(base.depth, current.lineage.size());
@@ -277,7 +281,7 @@ void Loop::record_run_in_kb() {
                                                         : nlohmann::json(baseline_.torch_version)},
       {"device_name",
        baseline_.device_name.empty() ? nlohmann::json() : nlohmann::json(baseline_.device_name)},
-      {"tolerance", baseline_.tolerance}};
+      {"tolerance", tolerance_json(baseline_)}};
   for (const char* key : {"shrink", "missing_baselines"}) {
     if (baseline_.extra.contains(key)) config["baseline"][key] = baseline_.extra[key];
   }
@@ -484,8 +488,10 @@ Loop::Committed Loop::commit(const Choice& choice, const std::vector<Evaluation>
       impl.speedup = scored.speedup;
       impl.time_ms = rollout_.back().time_after_ms;
       impl.baseline_ms = final.result.ref_ms;
-      impl.atol = number_field(final.result.tolerance, "atol");
-      impl.rtol = number_field(final.result.tolerance, "rtol");
+      if (final.result.tolerance) {
+        impl.atol = final.result.tolerance->atol;
+        impl.rtol = final.result.tolerance->rtol;
+      }
       kb_.add_implementation(impl);
     }
     committed.critic =
@@ -755,7 +761,7 @@ nlohmann::json Loop::finish(const std::string& status, const std::string& reason
       {"tokens", tokens},
       {"cost_usd", t["cost_usd"]},
       {"llm_usage", t},
-      {"tolerance", baseline_.tolerance},
+      {"tolerance", tolerance_json(baseline_)},
       {"seconds", run_seconds()}};
   for (const char* key : {"shrink", "missing_baselines"}) {
     if (baseline_.extra.contains(key)) result[key] = baseline_.extra[key];

@@ -175,13 +175,6 @@ std::string candidate_hash(const fs::path& file) {
   return sha256_hex(read_text_file(file, "candidate"));
 }
 
-std::optional<double> number_field(const nlohmann::json& object, const char* key) {
-  if (!object.is_object()) return std::nullopt;
-  const auto value = object.value(key, nlohmann::json());
-  if (value.is_number()) return value.get<double>();
-  return std::nullopt;
-}
-
 AttemptRow attempt_row(const Evaluation& evaluation, const std::string& run_id,
                        const std::string& task, const std::string& slot,
                        const std::string& state_id, const std::string& technique_id,

@@ -129,9 +129,6 @@ std::vector<MetricDelta> profile_deltas(const nlohmann::json& before, const nloh
 nlohmann::json step_record_base(int iteration, int step, int global_step, const Slot& slot,
                                 const Classification& state, const TechniqueRow& technique);
 
-// object[key] when it is a number.
-std::optional<double> number_field(const nlohmann::json& object, const char* key);
-
 // Reads a whole file; throws input_error naming `what`.
 std::string read_text_file(const std::filesystem::path& path, const char* what);
 

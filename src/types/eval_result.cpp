@@ -104,7 +104,7 @@ EvalResult EvalResult::from_json(const json& j) {
   r.error_kind = r.error_kind_name.empty() ? ErrorKind::none : error_kind_from(r.error_kind_name);
   r.speedup_baseline = text(j, "speedup_baseline");
   r.baselines = value(j, "baselines");
-  r.tolerance = value(j, "tolerance");
+  r.tolerance = Tolerance::from_json(value(j, "tolerance"));
   r.signature = value(j, "signature");
   r.reference_signature = value(j, "reference_signature");
   r.err_location = value(j, "err_location");
@@ -118,6 +118,30 @@ EvalResult EvalResult::from_json(const json& j) {
     if (!typed) r.extra[key] = v;
   }
   return r;
+}
+
+std::optional<Tolerance> Tolerance::from_json(const json& j) {
+  if (!j.is_object()) return std::nullopt;
+  const auto atol = number(j, "atol");
+  const auto rtol = number(j, "rtol");
+  if (!atol || !rtol) return std::nullopt;
+  Tolerance t;
+  t.atol = *atol;
+  t.rtol = *rtol;
+  t.policy = text(j, "policy");
+  const auto widened = j.find("widened_by_eager");
+  t.widened_by_eager = widened != j.end() && widened->is_boolean() && widened->get<bool>();
+  t.requested_atol = number(j, "requested_atol");
+  t.requested_rtol = number(j, "requested_rtol");
+  return t;
+}
+
+json Tolerance::to_json() const {
+  json j = {{"atol", atol}, {"rtol", rtol}, {"widened_by_eager", widened_by_eager}};
+  if (!policy.empty()) j["policy"] = policy;
+  if (requested_atol) j["requested_atol"] = *requested_atol;
+  if (requested_rtol) j["requested_rtol"] = *requested_rtol;
+  return j;
 }
 
 json EvalResult::to_json() const {
@@ -141,7 +165,7 @@ json EvalResult::to_json() const {
   if (speedup_vs_compile) j["speedup_vs_compile"] = *speedup_vs_compile;
   if (!speedup_baseline.empty()) j["speedup_baseline"] = speedup_baseline;
   if (!baselines.is_null()) j["baselines"] = baselines;
-  if (!tolerance.is_null()) j["tolerance"] = tolerance;
+  if (tolerance) j["tolerance"] = tolerance->to_json();
   if (!signature.is_null()) j["signature"] = signature;
   if (!reference_signature.is_null()) j["reference_signature"] = reference_signature;
   if (!err_location.is_null()) j["err_location"] = err_location;
