@@ -11,6 +11,7 @@
 
 #include "agents/format.hpp"
 #include "mblast/error.hpp"
+#include "mblast/json_fields.hpp"
 #include "mblast/support.hpp"
 
 namespace mblast {
@@ -77,10 +78,6 @@ void log_choice(int global, const std::string& slot, const Classification& state
         "step {}:   arm {} score {:.3g} (mean {:.3g}, bonus {:.3g}, n {:.3g} here + {:.3g} prior)",
         global, arm.technique_id, arm.score, arm.mean, arm.bonus, arm.n_local, arm.n_prior);
   }
-}
-
-nlohmann::json or_null(const std::optional<double>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json();
 }
 
 nlohmann::json tolerance_json(const EvalResult& result) {
@@ -250,8 +247,8 @@ void Loop::baseline() {
   std::string slot_list;
   for (const auto& slot : slots_) slot_list += (slot_list.empty() ? "" : ", ") + slot.id;
   progress_({"baseline",
-             {{"ref_ms", or_null(baseline_.ref_ms)},
-              {"ref_cost", or_null(baseline_.ref_cost)},
+             {{"ref_ms", optional_json(baseline_.ref_ms)},
+              {"ref_cost", optional_json(baseline_.ref_cost)},
               {"baselines", baseline_.baselines},
               {"hardware", hardware_},
               {"slots", slot_list}}});
@@ -276,7 +273,7 @@ void Loop::record_run_in_kb() {
   config["run_id"] = kb_.add_run(row);
   config["hardware"] = hardware_;
   config["baseline"] = {
-      {"ref_ms", or_null(baseline_.ref_ms)},
+      {"ref_ms", optional_json(baseline_.ref_ms)},
       {"torch_version", baseline_.torch_version.empty() ? nlohmann::json()
                                                         : nlohmann::json(baseline_.torch_version)},
       {"device_name",
@@ -538,7 +535,7 @@ nlohmann::json Loop::step_record(nlohmann::json record, const std::vector<Evalua
   record["outcome"] = to_string(final.outcome);
   record["error"] =
       error.empty() ? nlohmann::json() : nlohmann::json(agents::first_line(error, 300));
-  record["speedup"] = or_null(scored.speedup);
+  record["speedup"] = optional_json(scored.speedup);
   record["reward"] = scored.reward;
   record["improved"] = scored.improved;
   record["new_best_candidate"] = scored.new_best;
@@ -747,8 +744,8 @@ nlohmann::json Loop::finish(const std::string& status, const std::string& reason
       {"best_is_reference", best_ && best_->technique_id == "reference"},
       {"best_file", nlohmann::json()},
       {"kernelbench_file", nlohmann::json()},
-      {"baseline_ms", or_null(baseline_.ref_ms)},
-      {"baseline_cost", or_null(baseline_.ref_cost)},
+      {"baseline_ms", optional_json(baseline_.ref_ms)},
+      {"baseline_cost", optional_json(baseline_.ref_cost)},
       {"speedup_baseline",
        baseline_.speedup_baseline.empty() ? std::string("eager") : baseline_.speedup_baseline},
       {"baselines", baseline_.baselines.is_null() ? nlohmann::json::array() : baseline_.baselines},
@@ -756,7 +753,7 @@ nlohmann::json Loop::finish(const std::string& status, const std::string& reason
       // The eager time measured beside the best, over which best_speedup is reckoned.
       {"best_eager_ms",
        best_ && best_->baseline_ms ? nlohmann::json(*best_->baseline_ms) : nlohmann::json()},
-      {"compile_ms", or_null(baseline_.compile_ms)},
+      {"compile_ms", optional_json(baseline_.compile_ms)},
       {"speedup_vs_compile", nlohmann::json()},
       {"tokens", tokens},
       {"cost_usd", t["cost_usd"]},

@@ -1,14 +1,11 @@
 // `mblast report --json`: every metric and row as one object.
+#include "mblast/json_fields.hpp"
 #include "mblast/report.hpp"
 #include "report/json_util.hpp"
 
 namespace mblast::report {
 
 namespace {
-
-nlohmann::json optional_json(const std::optional<double>& value) {
-  return value ? nlohmann::json(*value) : nlohmann::json();
-}
 
 nlohmann::json speedup_json(const SpeedupMetrics& m) {
   nlohmann::json curve = nlohmann::json::array();

@@ -3,6 +3,8 @@
 #include <array>
 #include <utility>
 
+#include "mblast/json_fields.hpp"
+
 namespace mblast {
 namespace {
 
@@ -64,8 +66,6 @@ json value(const json& j, const char* key) {
   const auto it = j.find(key);
   return it == j.end() ? json() : *it;
 }
-
-json or_null(const std::optional<double>& v) { return v ? json(*v) : json(); }
 
 }  // namespace
 
@@ -147,11 +147,11 @@ json Tolerance::to_json() const {
 json EvalResult::to_json() const {
   json j = extra.is_object() ? extra : json::object();
   j["correct"] = correct;
-  j["max_abs_err"] = or_null(max_abs_err);
-  j["max_rel_err"] = or_null(max_rel_err);
-  j["ref_ms"] = or_null(ref_ms);
-  j["cand_ms"] = or_null(cand_ms);
-  j["speedup"] = or_null(speedup);
+  j["max_abs_err"] = optional_json(max_abs_err);
+  j["max_rel_err"] = optional_json(max_rel_err);
+  j["ref_ms"] = optional_json(ref_ms);
+  j["cand_ms"] = optional_json(cand_ms);
+  j["speedup"] = optional_json(speedup);
   j["flags"] = flags;
   j["error"] = error ? json(*error) : json();
   j["error_kind"] = error_kind == ErrorKind::none
