@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -35,6 +36,27 @@ std::vector<ConditionEvidence> check(const StateRow& state, const Signature& sig
   return result;
 }
 
+using StatesById = std::map<std::string, const StateRow*>;
+
+StatesById index_states(const std::vector<StateRow>& states) {
+  StatesById by_id;
+  for (const auto& state : states) by_id[state.id] = &state;
+  return by_id;
+}
+
+// The states from the root down to `state`; empty when a parent is missing or the parents form a
+// cycle (such a state cannot be reached).
+std::vector<const StateRow*> root_path(const StatesById& by_id, const StateRow& state) {
+  std::vector<const StateRow*> path;
+  for (const StateRow* s = &state;;) {
+    path.insert(path.begin(), s);
+    if (!s->parent_id) return path;
+    const auto parent = by_id.find(*s->parent_id);
+    if (parent == by_id.end() || path.size() > by_id.size()) return {};
+    s = parent->second;
+  }
+}
+
 }  // namespace
 
 std::string Classification::explain() const {
@@ -53,8 +75,7 @@ std::string Classification::explain() const {
 }
 
 Classification classify(const std::vector<StateRow>& states, const Signature& signature) {
-  std::map<std::string, const StateRow*> by_id;
-  for (const auto& state : states) by_id[state.id] = &state;
+  const StatesById by_id = index_states(states);
 
   struct Match {
     Classification classification;
@@ -62,19 +83,8 @@ Classification classify(const std::vector<StateRow>& states, const Signature& si
   };
   std::optional<Match> best;
   for (std::size_t order = 0; order < states.size(); ++order) {
-    // The path from the root down to this state; every condition on it must hold.
-    std::vector<const StateRow*> path;
-    for (const StateRow* s = &states[order]; s != nullptr;) {
-      path.insert(path.begin(), s);
-      if (!s->parent_id) break;
-      auto parent = by_id.find(*s->parent_id);
-      if (parent == by_id.end() || path.size() > states.size()) {
-        s = nullptr;
-        path.clear();  // a dangling or cyclic parent: this state cannot be reached
-      } else {
-        s = parent->second;
-      }
-    }
+    // Every condition on the path from the root down to this state must hold.
+    const auto path = root_path(by_id, states[order]);
     if (path.empty()) continue;
     Classification candidate;
     candidate.state_id = states[order].id;
@@ -97,6 +107,23 @@ Classification classify(const std::vector<StateRow>& states, const Signature& si
                       "keep a state without conditions (the seed's 'unclassified') as a fallback");
   }
   return std::move(best->classification);
+}
+
+std::vector<std::string> try_first_of(const std::vector<StateRow>& states,
+                                      const std::string& state_id) {
+  const StatesById by_id = index_states(states);
+  const auto state = by_id.find(state_id);
+  if (state == by_id.end()) return {};
+  const auto path = root_path(by_id, *state->second);
+  std::vector<std::string> ranked;
+  for (auto s = path.rbegin(); s != path.rend(); ++s) {  // the state first, then its ancestors
+    for (const auto& technique : (*s)->try_first) {
+      if (std::find(ranked.begin(), ranked.end(), technique) == ranked.end()) {
+        ranked.push_back(technique);
+      }
+    }
+  }
+  return ranked;
 }
 
 }  // namespace mblast

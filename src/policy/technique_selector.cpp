@@ -47,22 +47,6 @@ std::optional<double> seed_prior_reward(const TechniqueRow& t, const std::string
 
 }  // namespace
 
-std::vector<std::string> try_first_of(const std::vector<StateRow>& states,
-                                      const std::string& state_id) {
-  std::vector<std::string> ranked;
-  std::optional<std::string> id = state_id;
-  for (std::size_t depth = 0; id && depth <= states.size(); ++depth) {  // bounded: no cycles
-    const auto state =
-        std::find_if(states.begin(), states.end(), [&](const StateRow& s) { return s.id == *id; });
-    if (state == states.end()) break;
-    for (const auto& technique : state->try_first) {
-      if (!contains(ranked, technique)) ranked.push_back(technique);
-    }
-    id = state->parent_id;
-  }
-  return ranked;
-}
-
 Selection select_technique(const std::vector<TechniqueRow>& techniques,
                            const std::vector<RewardStat>& stats, const std::string& state_id,
                            const std::string& backend, const std::string& hardware,
