@@ -26,7 +26,9 @@ case "$part" in
     rm -rf .kb && mkdir -p .kb
     cp -r ../shared/kernelbench/level1 ../shared/kernelbench/level2 ../shared/kernelbench/level3 .kb/
     cp -r ../shared/kernelbench_harness .kb/harness
-    grep -qx '/.kb/' .git/info/exclude 2>/dev/null || echo /.kb/ >>.git/info/exclude
+    exclude=$(git rev-parse --git-dir)/info/exclude  # a fresh checkout may lack info/
+    mkdir -p "$(dirname "$exclude")"
+    grep -qx '/.kb/' "$exclude" 2>/dev/null || echo /.kb/ >>"$exclude"
     du -sh .device .kb
     exit 0
     ;;
