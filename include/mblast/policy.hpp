@@ -62,7 +62,7 @@ struct SelectorConfig {
   std::vector<std::string> allowed_requirements;  // e.g. "allow_tf32": built-ins needing them
   // The state's likely winners, best bet first (try_first_of): the first gets the seed prior
   // plus try_first_reward as its assumed mean, later ranks proportionally less. Like the seed
-  // listing it orders the untried arms and fades as attempts accumulate.
+  // listing it orders the arms not yet tried and fades as attempts accumulate.
   std::vector<std::string> try_first;
   double try_first_reward = 0.3;
 };
@@ -72,7 +72,7 @@ struct ArmScore {
   double n_local = 0;  // attempts on this hardware
   double n_prior = 0;  // discounted attempts from other hardware plus the seed prior
   double mean = 0;     // the effective mean reward
-  double bonus = 0;    // exploration term (infinite for arms untried on this hardware and state)
+  double bonus = 0;    // exploration term, c * sqrt(ln(N + 1) / (n_local + n_prior))
   double score = 0;
   bool removed = false;  // filtered by a constraint
   std::string removed_reason;
@@ -84,8 +84,11 @@ struct Selection {
 };
 
 // UCB over the arms for (state, backend, hardware). Statistics for the same (state, technique,
-// backend) on other hardware enter with other_hardware_weight; untried arms come first in a
-// seeded random order; arms that failed constraint_min_failures times without a success on this
+// backend) on other hardware enter with other_hardware_weight; every arm carries its prior
+// (seed listing, try_first rank, or for an arm nothing is known of a neutral one: no gain, with
+// the seed prior's weight), so no bonus is infinite: an arm that paid off in this state, in
+// this task or an earlier one, can be taken before arms never tried; ties fall in a seeded
+// random order; arms that failed constraint_min_failures times without a success on this
 // hardware are removed, as are deprecated techniques, LLM techniques without an LLM and built-ins
 // whose requirements are not allowed.
 Selection select_technique(const std::vector<TechniqueRow>& techniques,

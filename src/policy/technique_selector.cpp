@@ -84,6 +84,9 @@ Selection select_technique(const std::vector<TechniqueRow>& techniques,
       arm.n_prior += config.seed_prior_count;
       sum += config.seed_prior_count * *prior;
     }
+    // An arm nothing is known of is assumed to change nothing, with the seed prior's weight: its
+    // bonus is large but finite, so a later task exploits what paid off in the same state.
+    if (arm.n_local + arm.n_prior == 0) arm.n_prior = config.seed_prior_count;
     if (!arm.removed && !local_success &&
         local_failures >= static_cast<double>(config.constraint_min_failures)) {
       arm.removed = true;
@@ -96,23 +99,17 @@ Selection select_technique(const std::vector<TechniqueRow>& techniques,
     selection.arms.push_back(std::move(arm));
   }
 
-  // A seeded shuffle first, so that ties (untried arms above all) are broken reproducibly but
-  // not always in alphabetical order.
+  // A seeded shuffle first, so that ties (arms nothing is known of above all) are broken
+  // reproducibly but not always in alphabetical order.
   std::mt19937_64 rng(seed);
   std::shuffle(selection.arms.begin(), selection.arms.end(), rng);
   for (auto& arm : selection.arms) {
     const double n = arm.n_local + arm.n_prior;
-    // Untried here (no attempt on this hardware in this state): explored before any tried arm,
-    // whatever the priors say of it; the priors order the untried arms among themselves.
-    arm.bonus = arm.n_local > 0 ? config.exploration * std::sqrt(std::log(total_pulls + 1) / n)
-                                : std::numeric_limits<double>::infinity();
+    arm.bonus = config.exploration * std::sqrt(std::log(total_pulls + 1) / n);
     arm.score = arm.removed ? -std::numeric_limits<double>::infinity() : arm.mean + arm.bonus;
   }
   std::stable_sort(selection.arms.begin(), selection.arms.end(),
-                   [](const ArmScore& a, const ArmScore& b) {
-                     if (a.score != b.score) return a.score > b.score;
-                     return std::isinf(a.score) && a.score > 0 && a.mean > b.mean;
-                   });
+                   [](const ArmScore& a, const ArmScore& b) { return a.score > b.score; });
   if (!selection.arms.empty() && !selection.arms.front().removed) {
     selection.technique_id = selection.arms.front().technique_id;
   }
