@@ -484,6 +484,30 @@ TEST_F(Eligibility, ACompileVariantReplacesTheCompiledModelOnItsAncestor) {
   EXPECT_EQ(chosen.base_for(*kb.technique("cuda/builtin-cuda-graph"), current).file, "s001.py");
 }
 
+TEST_F(Eligibility, AutotuningWaitsForTheDefaultCompileOfTheRun) {
+  KnowledgeBase kb(dir_ / "kb.sqlite");
+  const auto all = kb.techniques("cuda");
+  optimize_detail::Current current;
+  current.file = "reference.py";
+  auto ids = [&](const optimize_detail::Tried& tried, const std::vector<std::string>& only) {
+    std::set<std::string> found;
+    for (const auto& t :
+         optimize_detail::eligible_techniques(all, "model", current, tried, only, false).techniques)
+      found.insert(t.id);
+    return found;
+  };
+  const std::vector<std::string> autotuning = {"cuda/builtin-torch-compile-max-autotune",
+                                               "cuda/builtin-torch-compile-coordinate-descent"};
+  const auto fresh = ids({}, {});
+  EXPECT_EQ(fresh.count("cuda/builtin-torch-compile"), 1u);
+  for (const auto& id : autotuning) EXPECT_EQ(fresh.count(id), 0u) << id;
+  // Judged once in the run, on any base and whatever its outcome: the variants open up.
+  const auto judged = ids({{"s001-cuda_graph.py", "cuda/builtin-torch-compile"}}, {});
+  for (const auto& id : autotuning) EXPECT_EQ(judged.count(id), 1u) << id;
+  // A run restricted to the variant alone is not held back by a compile it cannot pick.
+  EXPECT_EQ(ids({}, {autotuning[0]}).count(autotuning[0]), 1u);
+}
+
 TEST_F(Eligibility, ConvolutionBuiltinsNeedAConvolution) {
   const std::vector<std::string> conv_builtins = {"cuda/builtin-channels-last",
                                                   "cuda/builtin-cudnn-benchmark",

@@ -94,6 +94,21 @@ bool problem_has_needed_ops(const TechniqueRow& technique,
   return false;
 }
 
+// Whether every built-in that `technique` names in `after` has been judged in this run (on any
+// base, whatever its outcome), or cannot be picked in it (outside `only`).
+bool prerequisites_judged(const TechniqueRow& technique, const Current& current, const Tried& tried,
+                          const std::vector<std::string>& only) {
+  for (const auto& id : builtin_list(technique, "after")) {
+    if (!only.empty() && std::find(only.begin(), only.end(), id) == only.end()) continue;
+    if (std::find(current.lineage.begin(), current.lineage.end(), id) != current.lineage.end())
+      continue;
+    const bool judged = std::any_of(tried.begin(), tried.end(),
+                                    [&](const auto& entry) { return entry.second == id; });
+    if (!judged) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Base base_of(const Current& current) { return {current.file, current.lineage.size()}; }
@@ -130,6 +145,7 @@ EligibleTechniques eligible_techniques(const std::vector<TechniqueRow>& all,
       if (builtins_need_a_candidate && base->is_reference()) continue;
       if (tried.count({base->file.string(), technique.id})) continue;
       if (!problem_has_needed_ops(technique, problem_ops)) continue;
+      if (!prerequisites_judged(technique, current, tried, only)) continue;
       eligible.builtin_bases.emplace(technique.id, *base);
     }
     eligible.techniques.push_back(technique);

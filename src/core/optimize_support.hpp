@@ -86,8 +86,11 @@ std::vector<std::string> allowed_requirements(const OptimizeOptions& options,
 // for the whole model, none already in the current implementation's lineage or tried on its base
 // (builtin_base: one sharing a group such as "compile" with a built-in of the lineage replaces
 // that one instead of compiling a compiled model again), none needing ops the problem lacks
-// (`needs_ops`: substrings of the baseline profile's op names; unknown ops filter nothing), and
-// (native backends, whose built-ins tune a kernel) only once there is a candidate to tune.
+// (`needs_ops`: substrings of the baseline profile's op names; unknown ops filter nothing), none
+// before the built-ins it names in `after` have been judged in this run (an expensive variant such
+// as max-autotune waits for the default compile, which shows in seconds whether the compiler helps
+// at all), and (native backends, whose built-ins tune a kernel) only once there is a candidate to
+// tune.
 struct EligibleTechniques {
   std::vector<TechniqueRow> techniques;
   std::map<std::string, Base> builtin_bases;  // by technique id: where each built-in applies
