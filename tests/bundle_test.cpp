@@ -90,6 +90,9 @@ TEST(Bundle, MadeFromAProblemByTheWorkerAndCached) {
   ASSERT_EQ(set.files.size(), 2u);
   EXPECT_EQ(set.meta["parameters"][0]["name"], "conv.weight");
   EXPECT_GT(set.meta["torch_cpu_ms"]["median_ms"].get<double>(), 0.0);
+  // The worker's tolerance rule, which the native judges apply without repeating it.
+  EXPECT_GE(set.meta["eager"]["widen_floor"].get<double>(),
+            set.meta["eager"]["policy_err"].get<double>());
   const Bundle seed7 = read_bundle(set.files[0]);
   ASSERT_EQ(seed7.with_role(TensorRole::input).size(), 1u);
   ASSERT_EQ(seed7.with_role(TensorRole::parameter).size(), 2u);

@@ -57,7 +57,11 @@ class NativeEval : public ::testing::Test {
     write_bundle(dir_ / "seed-1.mbtb", b);
     set_.files = {dir_ / "seed-1.mbtb"};
     set_.meta = {{"seeds", {{{"seed", 1}, {"file", "seed-1.mbtb"}}}},
-                 {"eager", {{"max_abs_err", 1e-3}, {"max_rel_err", 1e-7}, {"policy_err", 1e-3}}}};
+                 {"eager",
+                  {{"max_abs_err", 1e-3},
+                   {"max_rel_err", 1e-7},
+                   {"policy_err", 1e-3},
+                   {"widen_floor", 1.5e-3}}}};
     options_.problem = dir_ / "p.py";
     options_.backend = "opencl";
     options_.device = "cpu";

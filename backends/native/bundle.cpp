@@ -20,6 +20,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kMagic[8] = {'M', 'B', 'T', 'B', 'N', 'D', 'L', '1'};
+// Part of the cache key: bundles cached before meta.json carried eager.widen_floor are remade.
+constexpr const char* kMetaVersion = "/meta-v2";
 
 class Reader {
  public:
@@ -216,7 +218,7 @@ BundleSet make_bundles(const fs::path& problem, int seeds, std::uint64_t seed,
   const fs::path worker = worker_directory();
   const std::string key =
       sha256_hex(source.str() + "\n" + std::to_string(seeds) + "/" + std::to_string(seed) + "/" +
-                 std::to_string(timing_runs) + "/" + worker.filename().string() +
+                 std::to_string(timing_runs) + "/" + worker.filename().string() + kMetaVersion +
                  (shrink > 0 ? "/shrink-v1=" + std::to_string(shrink) : ""))
           .substr(0, 24);
   BundleSet set;

@@ -15,18 +15,18 @@ namespace fs = std::filesystem;
 Tolerance native_tolerance(const EvalOptions& options, const nlohmann::json& meta) {
   const auto eager =
       meta.is_object() ? meta.value("eager", nlohmann::json::object()) : nlohmann::json::object();
-  // The rule of the CUDA judge (compare.widened): both atol and rtol widened to 1.5 x eager's
-  // policy error, the smallest t with |eager - r| <= t + t |r|, so never stricter than PyTorch's
-  // own fp32 result on the same inputs (docs/ARCHITECTURE.md §3).
-  const double eager_err = eager.value("policy_err", 0.0);
+  // The worker owns the rule (compare.widen_floor): the bundles carry the floor that atol and
+  // rtol are raised to unless the policy is strict, so a candidate is never held stricter than
+  // PyTorch's own fp32 result on the same inputs (docs/ARCHITECTURE.md §3).
+  const double floor = eager.value("widen_floor", 0.0);
   Tolerance t{.atol = options.atol,
               .rtol = options.rtol,
               .policy = options.tolerance_policy,
               .requested_atol = options.atol,
               .requested_rtol = options.rtol};
-  if (options.tolerance_policy != "strict" && 1.5 * eager_err > std::min(t.atol, t.rtol)) {
-    t.atol = std::max(t.atol, 1.5 * eager_err);
-    t.rtol = std::max(t.rtol, 1.5 * eager_err);
+  if (options.tolerance_policy != "strict" && floor > std::min(t.atol, t.rtol)) {
+    t.atol = std::max(t.atol, floor);
+    t.rtol = std::max(t.rtol, floor);
     t.widened_by_eager = true;
   }
   return t;

@@ -1,7 +1,8 @@
 """Tensor bundles for the native backends (OpenCL, RVV): a problem's inputs, parameters and
 expected outputs per seed, made on the CPU. The file format is documented in
 include/mblast/bundle.hpp; `meta.json` beside the files describes them and carries PyTorch's own
-fp32 error against the float64 reference (the precision policy widens the tolerance to 1.5x it),
+fp32 error against the float64 reference and the tolerance floor the precision policy derives from
+it (compare.widen_floor),
 the PyTorch CPU time of the reference (the OpenCL baseline) and the work of one forward
 (`work`: minimal bytes and FLOPs, which the native signatures set against the measured time)
 and, when the forward is one matrix product of the bundle's tensors, its shape (`gemm`, see
@@ -26,7 +27,7 @@ from typing import Any, BinaryIO, Dict, List, Tuple
 
 import torch
 
-from .compare import eager_error
+from .compare import eager_error, widen_floor
 from .costmodel import min_bytes
 from .flops import count_dispatch_flops
 from .errors import TaskError, WorkerError
@@ -191,7 +192,8 @@ def make_bundles(problem_path: str, out_dir: str, seeds: int, first_seed: int, r
             meta["gemm"], reason = gemm_shape(model, inputs, params)
             if reason:
                 meta["gemm_reason"] = reason
-    meta["eager"] = {"max_abs_err": worst_abs, "max_rel_err": worst_rel, "policy_err": worst_policy}
+    meta["eager"] = {"max_abs_err": worst_abs, "max_rel_err": worst_rel, "policy_err": worst_policy,
+                     "widen_floor": widen_floor(worst_policy)}
     if model32 is not None and runs > 0:
         meta["torch_cpu_ms"], meta["threads"] = _time_torch(model32, timing_inputs, runs)
     with open(os.path.join(out_dir, "meta.json.tmp"), "w", encoding="utf-8") as f:
