@@ -143,7 +143,7 @@ nlohmann::json device_ceilings(const EvalOptions& options, const fs::path& cache
     }
   }
   auto outcome =
-      workers.call({{"op", "ceilings"}, {"device", options.device}},
+      workers.call(worker_ceilings_request(options.device),
                    options.timeout.count() > 0 ? options.timeout : std::chrono::seconds(600));
   refuse_unstartable(outcome, options);
   if (!outcome.completed || !outcome.response.value("error", nlohmann::json()).is_null()) {
@@ -200,17 +200,8 @@ void export_kernelbench(const fs::path& candidate, const fs::path& out, const fs
   }
 }
 
-fs::path default_cache_dir() {
-  const char* cache = std::getenv("XDG_CACHE_HOME");
-  if (cache && *cache) return fs::path(cache) / "mblast";
-  const char* home = std::getenv("HOME");
-  return fs::path(home && *home ? home : ".") / ".cache" / "mblast";
-}
-
-namespace {
-
-nlohmann::json eval_request(const EvalOptions& options, const fs::path& candidate,
-                            const fs::path& cache_dir, const nlohmann::json& ceilings) {
+nlohmann::json worker_eval_request(const EvalOptions& options, const fs::path& candidate,
+                                   const fs::path& cache_dir, const nlohmann::json& ceilings) {
   nlohmann::json seeds = nlohmann::json::array();
   for (int i = 0; i < options.seeds; ++i)
     seeds.push_back(options.seed + static_cast<std::uint64_t>(i));
@@ -243,6 +234,19 @@ nlohmann::json eval_request(const EvalOptions& options, const fs::path& candidat
                                 : nlohmann::json()},
   };
 }
+
+nlohmann::json worker_ceilings_request(const std::string& device) {
+  return {{"op", "ceilings"}, {"device", device}};
+}
+
+fs::path default_cache_dir() {
+  const char* cache = std::getenv("XDG_CACHE_HOME");
+  if (cache && *cache) return fs::path(cache) / "mblast";
+  const char* home = std::getenv("HOME");
+  return fs::path(home && *home ? home : ".") / ".cache" / "mblast";
+}
+
+namespace {
 
 CallLimits call_limits(const EvalOptions& options) {
   CallLimits limits;
@@ -284,7 +288,7 @@ void judge(const EvalOptions& options, Pending& item, const fs::path& cache_dir,
   result["wall_seconds"] = item.build_seconds;
   if (!result["error"].is_null()) return;  // a compile error: no worker needed
 
-  const auto request = eval_request(options, item.candidate, cache_dir, ceilings);
+  const auto request = worker_eval_request(options, item.candidate, cache_dir, ceilings);
   spdlog::debug("judging {} (built in {:.2f} s)", item.candidate.filename().string(),
                 item.build_seconds);
   const auto taken = std::chrono::steady_clock::now();

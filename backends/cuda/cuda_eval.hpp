@@ -14,6 +14,15 @@
 
 namespace mblast {
 
+// The worker's requests (backends/cuda/worker/protocol.schema.json): judging `candidate` of
+// options.problem with the reference cache under cache_dir and the device's measured ceilings
+// (null: none), and measuring the device's ceilings.
+nlohmann::json worker_eval_request(const EvalOptions& options,
+                                   const std::filesystem::path& candidate,
+                                   const std::filesystem::path& cache_dir,
+                                   const nlohmann::json& ceilings);
+nlohmann::json worker_ceilings_request(const std::string& device);
+
 // "cuda" or "cuda:N" (not "cpu").
 bool is_cuda_device(const std::string& device);
 

@@ -11,6 +11,8 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
+from protocol_schema import response_errors
+
 ROOT: Path = Path(__file__).resolve().parents[2]
 WORKER_DIR: Path = ROOT / "backends" / "cuda" / "worker"
 PROBLEMS: Path = ROOT / "tests" / "problems"
@@ -23,14 +25,6 @@ if str(WORKER_DIR) not in sys.path:
 # Small and quick: the CPU problems are tiny, so a handful of runs is enough to exercise timing.
 FAST_TIMING: Dict[str, Any] = {"runs": 4, "warmup": 1, "input_sets": 2, "l2_flush": False}
 
-RESPONSE_FIELDS = frozenset(
-    {"ok", "correct", "max_abs_err", "max_rel_err", "rel_l2_err", "err_location", "eager_max_abs_err",
-     "eager_max_rel_err", "tolerance", "reference_precision", "ref_ms", "cand_ms", "compile_ms", "speedup",
-     "speedup_vs_compile", "timing", "flops", "min_bytes", "sol_ms", "flags", "error", "error_kind", "trials",
-     "outputs", "device_name", "torch_version", "traceback", "reference_cache_hits", "reference_computations",
-     "notes", "bandwidth_gbs", "peak_tflops_fp32", "peak_tflops_tf32", "phase_seconds", "phase_peak_bytes", "memory",
-     "signature", "reference_signature"}
-)
 
 
 def worker_env(device: Optional[str] = None) -> Dict[str, str]:
@@ -93,7 +87,7 @@ def evaluate(request: Dict[str, Any], request_dir: Path, timeout: float = 120.0)
     run = run_worker(request, request_dir, timeout)
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.response is not None, run.stderr[-3000:]
-    assert set(run.response) == RESPONSE_FIELDS, set(run.response) ^ RESPONSE_FIELDS
+    assert not response_errors(run.response), response_errors(run.response)
     return run.response
 
 
