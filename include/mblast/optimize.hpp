@@ -17,6 +17,7 @@
 
 #include "mblast/backend.hpp"
 #include "mblast/judge_options.hpp"
+#include "mblast/step_record.hpp"
 
 namespace mblast {
 
@@ -42,8 +43,9 @@ struct OptimizeOptions {
 
 // What the loop reports while it runs, for the progress line and logs.
 struct ProgressEvent {
-  std::string kind;  // "start", "baseline", "step", "note", "end"
-  nlohmann::json data;
+  std::string kind;                // "start", "baseline", "step_start", "step", "note", "end"
+  nlohmann::json data;             // as the run's log.txt records it
+  std::optional<StepRecord> step;  // "step_start" (the choice) and "step" (the whole record)
 };
 using ProgressFn = std::function<void(const ProgressEvent&)>;
 

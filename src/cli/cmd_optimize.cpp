@@ -14,6 +14,7 @@
 #include "cli/app.hpp"
 #include "cli/table.hpp"
 #include "mblast/error.hpp"
+#include "mblast/json_fields.hpp"
 #include "mblast/optimize.hpp"
 
 namespace mblast::cli {
@@ -63,17 +64,17 @@ class Progress {
            d.value("hardware", "") + "; slots: " + d.value("slots", ""));
     } else if (event.kind == "note") {
       line("  " + d.value("text", ""));
-    } else if (event.kind == "step_start") {
-      status(head(d) + " ...");
-    } else if (event.kind == "step") {
+    } else if (event.kind == "step_start" && event.step) {
+      status(head(*event.step) + " ...");
+    } else if (event.kind == "step" && event.step) {
+      const StepRecord& s = *event.step;
       const std::string text =
-          head(d) + " -> " + d.value("outcome", "") +
-          (d["speedup"].is_number() ? " " + fixed(d["speedup"], "%.3fx") : "") +
-          (d.value("fixes", 0) > 0 ? " after " + std::to_string(d.value("fixes", 0)) + " fix(es)"
-                                   : "") +
-          " | best " + fixed(d["best_speedup"], "%.3fx") + " | tokens " +
-          std::to_string(d.value("tokens_total", std::int64_t{0})) +
-          (d["cost_total_usd"].is_number() ? " $" + fixed(d["cost_total_usd"], "%.2f") : "");
+          head(s) + " -> " + std::string(to_string(s.outcome)) +
+          (s.speedup ? " " + fixed(*s.speedup, "%.3fx") : "") +
+          (s.fixes > 0 ? " after " + std::to_string(s.fixes) + " fix(es)" : "") + " | best " +
+          fixed(optional_json(s.best_speedup), "%.3fx") + " | tokens " +
+          std::to_string(s.tokens_total) +
+          (s.cost_total_usd ? " $" + fixed(*s.cost_total_usd, "%.2f") : "");
       if (tty_) {
         status(text);
       } else {
@@ -85,10 +86,9 @@ class Progress {
   }
 
  private:
-  static std::string head(const nlohmann::json& d) {
-    return "[it " + std::to_string(d.value("iteration", 0)) + " step " +
-           std::to_string(d.value("step", 0)) + "] " + d.value("slot", "") + " | " +
-           d.value("state", "") + " | " + d.value("technique", "");
+  static std::string head(const StepRecord& s) {
+    return "[it " + std::to_string(s.iteration) + " step " + std::to_string(s.step) + "] " +
+           s.slot + " | " + s.state + " | " + s.technique;
   }
   void status(const std::string& text) {
     if (quiet_ || !tty_) return;

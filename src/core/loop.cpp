@@ -95,26 +95,23 @@ void descend(Current& current, const Base& base, const std::string& technique) {
 
 // The base a recorded step applied its technique to (runs recorded before bases were: the
 // current implementation).
-Base recorded_base(const nlohmann::json& record, const fs::path& run_dir, const Current& current) {
-  const std::string name = record.value("base", "");
-  if (name.empty()) return base_of(current);
-  const std::size_t depth = record.value("base_depth", current.lineage.size());
-  return {run_dir / "candidates" / name, std::min(depth, current.lineage.size())};
+Base recorded_base(const StepRecord& record, const fs::path& run_dir, const Current& current) {
+  if (record.base.empty()) return base_of(current);
+  const std::size_t depth = record.base_depth.value_or(current.lineage.size());
+  return {run_dir / "candidates" / record.base, std::min(depth, current.lineage.size())};
 }
 
 }  // namespace
 
 Resumed Resumed::from(const RunDir& run) {
   Resumed r;
-  r.steps = run.steps();
+  for (const auto& line : run.steps()) r.steps.push_back(StepRecord::from_json(line));
   r.evaluations = run.evaluations().size();
   if (!r.steps.empty()) {
-    const auto& last = r.steps.back();
-    r.tokens = last.value("tokens_total", std::int64_t{0});
-    r.cost_usd = last.value("cost_total_usd", nlohmann::json(0.0)).is_number()
-                     ? last["cost_total_usd"].get<double>()
-                     : 0.0;
-    r.seconds = last.value("run_seconds", 0.0);
+    const StepRecord& last = r.steps.back();
+    r.tokens = last.tokens_total;
+    r.cost_usd = last.cost_total_usd.value_or(0.0);
+    r.seconds = last.run_seconds;
   }
   return r;
 }
@@ -286,34 +283,34 @@ void Loop::record_run_in_kb() {
 }
 
 // Rebuilds the loop's state from the steps a run recorded before it was interrupted.
-void Loop::restore(const std::vector<nlohmann::json>& steps) {
+void Loop::restore(const std::vector<StepRecord>& steps) {
   for (const auto& record : steps) {
     ++steps_done_;
     for (auto& slot : slots_) {
-      if (slot.id != record.value("slot", "")) continue;
+      if (slot.id != record.slot) continue;
       ++slot.visits;
-      slot.steps_without_gain = record.value("improved", false) ? 0 : slot.steps_without_gain + 1;
+      slot.steps_without_gain = record.improved ? 0 : slot.steps_without_gain + 1;
     }
-    const std::string technique = record.value("technique", "");
+    const std::string& technique = record.technique;
     const Base base = recorded_base(record, run_.path(), current_);
     tried_.insert({base.file.string(), technique});
-    const std::string final_file = record.value("candidate", "");
-    if (record.value("outcome", "") == "correct") ++correct_candidates_;
-    const fs::path file = run_.path() / "candidates" / final_file;
+    if (record.outcome == Outcome::correct) ++correct_candidates_;
+    const fs::path file = run_.path() / "candidates" / record.candidate;
     std::optional<EvalResult> stored;
     if (auto json = run_.stored_result(file)) stored = EvalResult::from_json(*json);
-    if (record.value("new_best_candidate", false)) {
-      best_ = BestCandidate{file,      record.value("speedup", 0.0),  std::nullopt, std::nullopt,
-                            technique, record.value("global_step", 0)};
+    if (record.new_best_candidate) {
+      best_ = BestCandidate{file,         record.speedup.value_or(0.0),
+                            std::nullopt, std::nullopt,
+                            technique,    record.global_step};
       if (stored) {
         best_->time_ms = stored->cand_ms;
         best_->baseline_ms = stored->ref_ms;
       }
     }
-    if (record.value("improved", false)) {
+    if (record.improved) {
       current_.file = file;
       current_.is_reference = false;
-      current_.speedup = record.value("speedup", 1.0);
+      current_.speedup = record.speedup.value_or(1.0);
       current_.signature = stored ? stored->signature : nlohmann::json();
       current_.time_ms = stored ? stored->cand_ms : std::nullopt;
       descend(current_, base, technique);
@@ -343,19 +340,19 @@ std::optional<std::string> Loop::budget_spent() const {
 
 // ---- one step -------------------------------------------------------------------------------
 
-nlohmann::json Loop::step(int iteration, int step_in_iteration, int global, bool& stop,
-                          std::string& stop_reason) {
+std::optional<StepRecord> Loop::step(int iteration, int step_in_iteration, int global, bool& stop,
+                                     std::string& stop_reason) {
   const auto started = Clock::now();
   const auto choice = choose(global, stop_reason);
   if (!choice) {
     stop = true;
-    return {};
+    return std::nullopt;
   }
-  nlohmann::json record = step_record_base(iteration, step_in_iteration, global,
-                                           slots_[choice->slot], choice->state, choice->technique);
-  progress_({"step_start", record});
-  record["base"] = choice->base.file.filename().string();
-  record["base_depth"] = choice->base.depth;
+  StepRecord record = step_record_base(iteration, step_in_iteration, global, slots_[choice->slot],
+                                       choice->state, choice->technique);
+  progress_({"step_start", record.step_start_json(), record});
+  record.base = choice->base.file.filename().string();
+  record.base_depth = choice->base.depth;
   const std::vector<Evaluation> evaluations = produce(*choice, global);
   tried_.insert({choice->base.file.string(), choice->technique.id});
   const Evaluation& final = evaluations.back();
@@ -368,8 +365,9 @@ nlohmann::json Loop::step(int iteration, int step_in_iteration, int global, bool
   update(*choice, final, scored, global);
   record =
       step_record(std::move(record), evaluations, scored, committed, verdict.has_value(), started);
-  run_.append_step(record);
-  progress_({"step", record});
+  const nlohmann::json line = record.to_json();
+  run_.append_step(line);
+  progress_({"step", line, record});
   return record;
 }
 
@@ -520,35 +518,31 @@ void Loop::update(const Choice& choice, const Evaluation& final, const Scored& s
   if (scored.improved) accept(final, choice, global);
 }
 
-nlohmann::json Loop::step_record(nlohmann::json record, const std::vector<Evaluation>& evaluations,
-                                 const Scored& scored, const Committed& committed, bool llm_critic,
-                                 Clock::time_point started) {
+StepRecord Loop::step_record(StepRecord record, const std::vector<Evaluation>& evaluations,
+                             const Scored& scored, const Committed& committed, bool llm_critic,
+                             Clock::time_point started) {
   const Evaluation& final = evaluations.back();
   const std::string& error = rollout_.back().error;
-  record["candidate"] = final.file.filename().string();
-  record["candidates"] = nlohmann::json::array();
-  for (const auto& e : evaluations) {
-    record["candidates"].push_back(
-        {{"file", e.file.filename().string()}, {"outcome", to_string(e.outcome)}});
-  }
-  record["fixes"] = evaluations.size() - 1;
-  record["outcome"] = to_string(final.outcome);
-  record["error"] =
-      error.empty() ? nlohmann::json() : nlohmann::json(agents::first_line(error, 300));
-  record["speedup"] = optional_json(scored.speedup);
-  record["reward"] = scored.reward;
-  record["improved"] = scored.improved;
-  record["new_best_candidate"] = scored.new_best;
-  record["best_speedup"] = best_ ? nlohmann::json(best_->speedup) : nlohmann::json();
-  record["attempt_id"] = committed.attempt_id;
-  record["claims"] = committed.critic.accepted.size();
-  record["critic"] = llm_critic ? "llm" : "rule-based";
+  record.candidate = final.file.filename().string();
+  for (const auto& e : evaluations)
+    record.candidates.push_back({e.file.filename().string(), e.outcome});
+  record.fixes = static_cast<int>(evaluations.size()) - 1;
+  record.outcome = final.outcome;
+  if (!error.empty()) record.error = agents::first_line(error, 300);
+  record.speedup = scored.speedup;
+  record.reward = scored.reward;
+  record.improved = scored.improved;
+  record.new_best_candidate = scored.new_best;
+  if (best_) record.best_speedup = best_->speedup;
+  record.attempt_id = committed.attempt_id;
+  record.claims = static_cast<int>(committed.critic.accepted.size());
+  record.critic = llm_critic ? "llm" : "rule-based";
   const auto t = totals();
-  record["tokens_total"] = t["tokens"];
-  record["cost_total_usd"] = t.value("cost_usd", nlohmann::json());
-  record["evaluations_total"] = evaluations_total();
-  record["seconds"] = std::chrono::duration<double>(Clock::now() - started).count();
-  record["run_seconds"] = run_seconds();
+  record.tokens_total = t["tokens"].get<std::int64_t>();
+  if (t.value("cost_usd", nlohmann::json()).is_number()) record.cost_total_usd = t["cost_usd"];
+  record.evaluations_total = static_cast<int>(evaluations_total());
+  record.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  record.run_seconds = run_seconds();
   return record;
 }
 

@@ -19,12 +19,13 @@
 #include "mblast/kb.hpp"
 #include "mblast/optimize.hpp"
 #include "mblast/policy.hpp"
+#include "mblast/step_record.hpp"
 
 namespace mblast {
 
 // What a run recorded before it was interrupted, read back on --resume.
 struct Resumed {
-  std::vector<nlohmann::json> steps;
+  std::vector<StepRecord> steps;
   std::size_t evaluations = 0;
   std::int64_t tokens = 0;
   double cost_usd = 0;
@@ -66,12 +67,12 @@ class Loop {
   void check_techniques() const;
   void baseline();
   void record_run_in_kb();
-  void restore(const std::vector<nlohmann::json>& steps);
+  void restore(const std::vector<StepRecord>& steps);
   std::optional<std::string> budget_spent() const;
 
   // One step: choose -> produce -> score -> critic -> commit -> update, and its record.
-  nlohmann::json step(int iteration, int step_in_iteration, int global, bool& stop,
-                      std::string& stop_reason);
+  std::optional<StepRecord> step(int iteration, int step_in_iteration, int global, bool& stop,
+                                 std::string& stop_reason);
   std::optional<Choice> choose(int global, std::string& why_none);
   std::vector<optimize_detail::Evaluation> produce(const Choice& choice, int global);
   Scored score(const optimize_detail::Evaluation& final) const;
@@ -85,10 +86,10 @@ class Loop {
                    const std::optional<CriticVerdict>& verdict);
   void update(const Choice& choice, const optimize_detail::Evaluation& final, const Scored& scored,
               int global);
-  nlohmann::json step_record(nlohmann::json record,
-                             const std::vector<optimize_detail::Evaluation>& evaluations,
-                             const Scored& scored, const Committed& committed, bool llm_critic,
-                             std::chrono::steady_clock::time_point started);
+  StepRecord step_record(StepRecord record,
+                         const std::vector<optimize_detail::Evaluation>& evaluations,
+                         const Scored& scored, const Committed& committed, bool llm_critic,
+                         std::chrono::steady_clock::time_point started);
 
   optimize_detail::Evaluation write_and_judge(const std::string& stem, const std::string& source,
                                               std::int64_t tokens, bool compile_baseline = false);

@@ -235,17 +235,19 @@ std::vector<MetricDelta> profile_deltas(const nlohmann::json& before, const nloh
   return deltas;
 }
 
-nlohmann::json step_record_base(int iteration, int step, int global_step, const Slot& slot,
-                                const Classification& state, const TechniqueRow& technique) {
-  return {{"iteration", iteration},
-          {"step", step},
-          {"global_step", global_step},
-          {"slot", slot.id},
-          {"slot_share", slot.time_share},
-          {"state", state.state_id},
-          {"state_evidence", state.explain()},
-          {"technique", technique.id},
-          {"implementer", technique.implementer}};
+StepRecord step_record_base(int iteration, int step, int global_step, const Slot& slot,
+                            const Classification& state, const TechniqueRow& technique) {
+  StepRecord record;
+  record.iteration = iteration;
+  record.step = step;
+  record.global_step = global_step;
+  record.slot = slot.id;
+  record.slot_share = slot.time_share;
+  record.state = state.state_id;
+  record.state_evidence = state.explain();
+  record.technique = technique.id;
+  record.implementer = technique.implementer;
+  return record;
 }
 
 }  // namespace mblast::optimize_detail

@@ -18,6 +18,7 @@
 #include "mblast/llm.hpp"
 #include "mblast/optimize.hpp"
 #include "mblast/policy.hpp"
+#include "mblast/step_record.hpp"
 
 namespace mblast::optimize_detail {
 
@@ -128,9 +129,9 @@ AttemptRow attempt_row(const Evaluation& evaluation, const std::string& run_id,
 // Metric changes between two signatures, for the critic.
 std::vector<MetricDelta> profile_deltas(const nlohmann::json& before, const nlohmann::json& after);
 
-// One line of the step log and of the progress display.
-nlohmann::json step_record_base(int iteration, int step, int global_step, const Slot& slot,
-                                const Classification& state, const TechniqueRow& technique);
+// A step's record as far as the choice fills it (the rest comes as the step ends).
+StepRecord step_record_base(int iteration, int step, int global_step, const Slot& slot,
+                            const Classification& state, const TechniqueRow& technique);
 
 // Reads a whole file; throws input_error naming `what`.
 std::string read_text_file(const std::filesystem::path& path, const char* what);

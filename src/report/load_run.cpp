@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "mblast/error.hpp"
+#include "mblast/json_fields.hpp"
+#include "mblast/step_record.hpp"
 #include "report/json_util.hpp"
 #include "report/load_support.hpp"
 
@@ -25,12 +27,11 @@ std::vector<std::pair<double, double>> read_trajectory(const fs::path& run_dir,
   std::error_code ec;
   if (!fs::is_regular_file(run_dir / "steps.jsonl", ec)) return points;
   double best = 0;
-  for (const auto& step : read_json_lines(run_dir / "steps.jsonl", warnings)) {
-    const auto speedup = number_or_null(step, "best_speedup");
-    const auto evaluations = number_or_null(step, "evaluations_total");
-    if (!speedup || !evaluations || *speedup <= 0) continue;
-    best = std::max(best, *speedup);
-    points.emplace_back(*evaluations, best);
+  for (const auto& line : read_json_lines(run_dir / "steps.jsonl", warnings)) {
+    const StepRecord step = StepRecord::from_json(line);
+    if (!step.best_speedup || *step.best_speedup <= 0 || step.evaluations_total <= 0) continue;
+    best = std::max(best, *step.best_speedup);
+    points.emplace_back(step.evaluations_total, best);
   }
   return points;
 }
@@ -39,14 +40,13 @@ std::vector<StateVisit> read_states(const fs::path& run_dir, std::vector<std::st
   std::vector<StateVisit> states;
   std::error_code ec;
   if (!fs::is_regular_file(run_dir / "steps.jsonl", ec)) return states;
-  for (const auto& step : read_json_lines(run_dir / "steps.jsonl", warnings)) {
-    const std::string state = string_or(step, "state");
-    if (state.empty()) continue;
+  for (const auto& line : read_json_lines(run_dir / "steps.jsonl", warnings)) {
+    const StepRecord step = StepRecord::from_json(line);
+    if (step.state.empty()) continue;
     auto visit = std::find_if(states.begin(), states.end(),
-                              [&](const StateVisit& v) { return v.state == state; });
+                              [&](const StateVisit& v) { return v.state == step.state; });
     if (visit == states.end()) {
-      states.push_back(
-          {state, string_or(step, "state_evidence"), 0, integer_or(step, "global_step")});
+      states.push_back({step.state, step.state_evidence, 0, step.global_step});
       visit = std::prev(states.end());
     }
     ++visit->steps;
@@ -120,9 +120,10 @@ LoadedRun unfinished_run(const fs::path& dir, std::vector<std::string>& warnings
   if (fs::is_regular_file(dir / "steps.jsonl"))
     steps = read_json_lines(dir / "steps.jsonl", warnings);
   if (!steps.empty()) {
-    run["evaluations"] = steps.back().value("evaluations_total", nlohmann::json());
-    run["tokens"] = steps.back().value("tokens_total", nlohmann::json());
-    run["cost_usd"] = steps.back().value("cost_total_usd", nlohmann::json());
+    const StepRecord last = StepRecord::from_json(steps.back());
+    run["evaluations"] = last.evaluations_total;
+    run["tokens"] = last.tokens_total;
+    run["cost_usd"] = optional_json(last.cost_total_usd);
   }
   LoadedRun loaded = row_from_run(run, dir, warnings);
   loaded.row.ran = false;

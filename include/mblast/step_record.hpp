@@ -1,0 +1,66 @@
+#pragma once
+// One finished step of `mblast optimize`: what the loop decided (slot, state, technique, base),
+// what the judge said (outcome, speedup) and what it cost. The loop fills it, steps.jsonl stores
+// it (one line per step, the resume log), resume, the progress lines and `mblast report` read it.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mblast/outcome.hpp"
+
+namespace mblast {
+
+struct StepCandidate {
+  std::string file;  // a file name under candidates/
+  Outcome outcome = Outcome::skipped;
+};
+
+struct StepRecord {
+  // Where in the run, and what the loop chose.
+  int iteration = 0;
+  int step = 0;  // within the iteration
+  int global_step = 0;
+  std::string slot;
+  double slot_share = 1.0;
+  std::string state, state_evidence;
+  std::string technique, implementer;
+  // The implementation the technique was applied to, a file name under candidates/, and how many
+  // lineage entries it keeps; absent in runs recorded before bases were.
+  std::string base;
+  std::optional<std::size_t> base_depth;
+
+  // What came of it: the final candidate (after fixes) and every candidate judged on the way.
+  std::string candidate;
+  std::vector<StepCandidate> candidates;
+  int fixes = 0;
+  Outcome outcome = Outcome::skipped;
+  std::optional<std::string> error;  // its first line
+  std::optional<double> speedup;
+  double reward = 0;
+  bool improved = false;            // the current implementation moved to the candidate
+  bool new_best_candidate = false;  // the run's best moved to it
+  std::optional<double> best_speedup;
+  std::string attempt_id;
+  int claims = 0;      // critic claims accepted
+  std::string critic;  // "llm" or "rule-based"
+
+  // The run so far, after this step.
+  std::int64_t tokens_total = 0;
+  std::optional<double> cost_total_usd;
+  int evaluations_total = 0;
+  double seconds = 0;  // this step's wall
+  double run_seconds = 0;
+
+  // The steps.jsonl line. step_start_json: the fields known when the step starts (its progress
+  // event).
+  nlohmann::json to_json() const;
+  nlohmann::json step_start_json() const;
+  // Lenient: a field that is missing, null or of another type (older runs) keeps its default.
+  static StepRecord from_json(const nlohmann::json& line);
+};
+
+}  // namespace mblast
