@@ -1,6 +1,7 @@
 // `mblast eval --device cpu` end to end: the real binary, the embedded Python worker and
 // Debian's PyTorch, as CI runs it. The worker's own checks are covered in depth by pytest.
 #include <signal.h>
+#include <algorithm>
 
 #include <chrono>
 #include <filesystem>
@@ -196,6 +197,11 @@ TEST_F(EvalCli, ProfileReportsSignaturesForTheStateClassifier) {
     EXPECT_GE(json[key]["kernel_count"].get<double>(), 1.0);
     EXPECT_GT(json[key]["total_ms"].get<double>(), 0.0);
     EXPECT_FALSE(json[key]["ops"].empty());
+    // Added by the driver from the worker's counted work and the device's measured ceilings.
+    EXPECT_GT(json[key]["arithmetic_intensity"].get<double>(), 0.0) << json[key].dump();
+    EXPECT_GT(json[key]["memory_sol_fraction"].get<double>(), 0.0) << json[key].dump();
+    EXPECT_EQ(json[key]["sol_fraction"],
+              std::max(json[key]["memory_sol_fraction"], json[key]["compute_sol_fraction"]));
   }
 }
 

@@ -2,7 +2,7 @@
 // kernel shares and launch gaps, and the RVV vector and memory measures.
 #include <gtest/gtest.h>
 
-#include "native/native_signature.hpp"
+#include "mblast/speed_of_light.hpp"
 #include "opencl/opencl_signature.hpp"
 #include "rvv/rvv_signature.hpp"
 

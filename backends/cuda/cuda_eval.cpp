@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "mblast/error.hpp"
 #include "mblast/process.hpp"
 #include "mblast/python.hpp"
+#include "mblast/speed_of_light.hpp"
 #include "mblast/support.hpp"
 
 namespace mblast {
@@ -278,6 +280,26 @@ void log_phases(const fs::path& candidate, const nlohmann::json& result) {
                 phases.empty() ? "no phases reported" : phases);
 }
 
+// The worker profiles; the fractions of the device's ceilings are computed here, as for the
+// native backends (speed_of_light.hpp), each signature against its own measured time.
+void add_speed_of_light_to_signatures(nlohmann::json& result, const nlohmann::json& ceilings) {
+  ForwardWork work;
+  if (result.value("flops", nlohmann::json()).is_number()) work.flops = result["flops"];
+  if (result.value("min_bytes", nlohmann::json()).is_number()) work.min_bytes = result["min_bytes"];
+  std::optional<PeakRates> peak;
+  if (ceilings.is_object() && ceilings.value("bandwidth_gbs", nlohmann::json()).is_number() &&
+      ceilings.value("peak_tflops", nlohmann::json()).is_number()) {
+    peak = PeakRates{ceilings["bandwidth_gbs"].get<double>() * 1e6,
+                     ceilings["peak_tflops"].get<double>() * 1e9};
+  }
+  for (const char* key : {"signature", "reference_signature"}) {
+    const auto signature = result.find(key);
+    if (signature == result.end() || !signature->is_object()) continue;
+    const auto total = signature->value("total_ms", nlohmann::json());
+    add_speed_of_light(*signature, work, peak, total.is_number() ? total.get<double>() : 0.0);
+  }
+}
+
 // Sends one built candidate to a worker and folds the answer into its result.
 void judge(const EvalOptions& options, Pending& item, const fs::path& cache_dir,
            const nlohmann::json& ceilings, WorkerPool& workers) {
@@ -321,6 +343,7 @@ void judge(const EvalOptions& options, Pending& item, const fs::path& cache_dir,
   for (const auto& [key, value] : response.items()) {
     if (key != "ok" && key != "traceback") result[key] = value;
   }
+  add_speed_of_light_to_signatures(result, ceilings);
   if (!response.value("traceback", nlohmann::json()).is_null() && !result["error"].is_null()) {
     result["traceback"] = response["traceback"];
   }

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "native/native_backend.hpp"
-#include "native/native_signature.hpp"
+#include "mblast/speed_of_light.hpp"
 #include "opencl/opencl_ceilings.hpp"
 
 namespace mblast::opencl {

@@ -4,7 +4,7 @@
 // the minimum, and its cost against the model's speed of light.
 #include <nlohmann/json.hpp>
 
-#include "native/native_signature.hpp"
+#include "mblast/speed_of_light.hpp"
 
 namespace mblast::rvv {
 

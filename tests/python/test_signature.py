@@ -28,8 +28,7 @@ def test_regions_are_top_level_ops_with_their_callees() -> None:
     profiled = profile_forward(lambda: model(x), torch.device("cpu"), runs=3)
     assert "aten::clamp_min" in profiled["ops"] or "aten::relu" in profiled["ops"]
     assert set(profiled["regions"]) == {"aten::mul", "aten::add", "aten::relu", "aten::sum"}
-    sig = build_signature(profiled, total_ms=1.0, flops=None, min_bytes=None, bandwidth_gbs=None,
-                          peak_tflops=None, on_gpu=False)
+    sig = build_signature(profiled, total_ms=1.0, on_gpu=False)
     assert abs(sum(r["share"] for r in sig["regions"]) - 1.0) < 1e-9
 
 
@@ -54,13 +53,10 @@ def test_regions_come_from_the_profilers_call_tree() -> None:
 def test_signature_has_classifier_metrics_and_shares() -> None:
     profiled = {"ops": {"aten::mm": (0.6, 1), "aten::relu": (0.2, 1)}, "kernels": {},
                 "busy_ms": 0.8, "span_ms": 0.0}
-    sig = build_signature(profiled, total_ms=1.0, flops=2e9, min_bytes=10_000_000,
-                          bandwidth_gbs=100.0, peak_tflops=4.0, on_gpu=False)
+    sig = build_signature(profiled, total_ms=1.0, on_gpu=False)
     assert sig["kernel_count"] == 2.0
-    assert abs(sig["arithmetic_intensity"] - 200.0) < 1e-9
-    assert abs(sig["memory_sol_fraction"] - 0.1) < 1e-9   # 10 MB at 100 GB/s = 0.1 ms of 1 ms
-    assert abs(sig["compute_sol_fraction"] - 0.5) < 1e-9  # 2 GFLOP at 4 TFLOP/s = 0.5 ms
-    assert sig["sol_fraction"] == sig["compute_sol_fraction"]
+    # The driver adds the speed-of-light fractions (speed_of_light.hpp), for every backend alike.
+    assert not {"arithmetic_intensity", "memory_sol_fraction", "compute_sol_fraction", "sol_fraction"} & set(sig)
     assert [op["name"] for op in sig["ops"]] == ["aten::mm", "aten::relu"]
     assert abs(sig["ops"][0]["share"] - 0.75) < 1e-9
 
@@ -68,11 +64,9 @@ def test_signature_has_classifier_metrics_and_shares() -> None:
 def test_gpu_signature_measures_idle_time_and_tensor_cores() -> None:
     profiled = {"ops": {}, "kernels": {"sm90_xmma_gemm_f32": (0.3, 1), "elementwise_kernel": (0.1, 4)},
                 "busy_ms": 0.4, "span_ms": 0.9}
-    sig = build_signature(profiled, total_ms=1.0, flops=None, min_bytes=1_000_000,
-                          bandwidth_gbs=4000.0, peak_tflops=None, on_gpu=True)
+    sig = build_signature(profiled, total_ms=1.0, on_gpu=True)
     assert sig["kernel_count"] == 5.0
     assert abs(sig["launch_overhead_fraction"] - 0.6) < 1e-9
     assert abs(sig["tensor_core_fraction"] - 0.75) < 1e-9
     assert abs(sig["mean_kernel_us"] - 80.0) < 1e-9
-    assert "arithmetic_intensity" not in sig  # no FLOP count: left out, not guessed
     assert sig["kernels"][0]["name"] == "sm90_xmma_gemm_f32"

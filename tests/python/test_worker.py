@@ -399,7 +399,8 @@ def test_profile_returns_signatures_for_candidate_and_reference(tmp_path: Path) 
         assert sig is not None, resp["notes"]
         assert sig["total_ms"] > 0 and sig["kernel_count"] >= 1
         assert any(op["name"] in ("aten::mm", "aten::matmul") for op in sig["ops"]), sig["ops"]
-        assert 0 < sig["memory_sol_fraction"]
+        assert "memory_sol_fraction" not in sig  # the driver's, from the raw figures below
+    assert resp["flops"] > 0 and resp["min_bytes"] > 0
     assert resp["phase_seconds"]["profile"] > 0
     plain = evaluate(eval_request(problem("relu_small"), cpu_candidate("correct_relu")), tmp_path / "plain")
     assert plain["signature"] is None and plain["reference_signature"] is None

@@ -116,9 +116,6 @@ def _speed_of_light_flag(s: Session) -> None:
 def _profile(s: Session, pristine: List[Any]) -> None:
     """Signatures of candidate and reference, each over its own copy of the first trial's inputs,
     with the measured medians as their total times."""
-    ceilings = s.req.device_ceilings
-    bandwidth = ceilings.bandwidth_gbs if ceilings else None
-    peak = ceilings.peak_tflops if ceilings else None
     on_gpu = s.device.type == "cuda"
     for attribute, forward, total_ms in (
         ("signature", s.candidate_callable(clone_all(pristine), s.candidate_grad), s.resp.cand_ms),
@@ -130,8 +127,7 @@ def _profile(s: Session, pristine: List[Any]) -> None:
             s.resp.add_note(f"profiling failed: {type(exc).__name__}: {exc}")
             return
         measured = total_ms if total_ms is not None else float(profiled["busy_ms"])
-        setattr(s.resp, attribute, build_signature(profiled, measured, s.resp.flops, s.resp.min_bytes,
-                                                   bandwidth, peak, on_gpu))
+        setattr(s.resp, attribute, build_signature(profiled, measured, on_gpu))
 
 
 def _record_candidate_ops(s: Session, pristine: List[Any]) -> None:

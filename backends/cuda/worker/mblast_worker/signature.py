@@ -5,7 +5,8 @@ conditions (kb_schema/seed/states.json), plus `ops` and `kernels`: the per-op an
 shares of one forward, largest first, and `regions`: the top-level ops of the forward (an op
 called by another op, like the clamp_min inside relu, counts towards its caller) with their
 inclusive times, which the operator selector turns into slots. Metrics the
-profiler cannot give on this device are left out (a condition on a missing metric is false).
+profiler cannot give on this device are left out (a condition on a missing metric is false). The
+driver adds the speed-of-light fractions and the arithmetic intensity (speed_of_light.hpp).
 """
 
 from __future__ import annotations
@@ -133,16 +134,10 @@ def profile_forward(forward: Callable[[], Any], device: torch.device, runs: int 
             "span_ms": span_ms}
 
 
-def build_signature(
-    profiled: Dict[str, Any],
-    total_ms: float,
-    flops: Optional[float],
-    min_bytes: Optional[int],
-    bandwidth_gbs: Optional[float],
-    peak_tflops: Optional[float],
-    on_gpu: bool,
-) -> Dict[str, Any]:
-    """Turns profiler figures and counted work into the classifier's metrics."""
+def build_signature(profiled: Dict[str, Any], total_ms: float, on_gpu: bool) -> Dict[str, Any]:
+    """Turns profiler figures into the classifier's metrics. The speed-of-light fractions (the
+    response's flops and min_bytes against the device's ceilings) are the driver's, computed in one
+    place for every backend (include/mblast/speed_of_light.hpp)."""
     sig: Dict[str, Any] = {"total_ms": total_ms}
     kernels: Dict[str, Tuple[float, int]] = profiled["kernels"]
     ops: Dict[str, Tuple[float, int]] = profiled["ops"]
@@ -159,17 +154,6 @@ def build_signature(
         sig["kernel_count"] = float(sum(c for _, c in ops.values()))
         busy = float(profiled["busy_ms"])
         sig["mean_kernel_us"] = busy / max(sig["kernel_count"], 1.0) * 1000.0
-    if flops is not None and min_bytes:
-        sig["arithmetic_intensity"] = flops / min_bytes
-    memory_sol = compute_sol = None
-    if min_bytes and bandwidth_gbs and total_ms > 0:
-        memory_sol = (min_bytes / (bandwidth_gbs * 1e9)) * 1e3 / total_ms
-        sig["memory_sol_fraction"] = memory_sol
-    if flops is not None and peak_tflops and total_ms > 0:
-        compute_sol = (flops / (peak_tflops * 1e12)) * 1e3 / total_ms
-        sig["compute_sol_fraction"] = compute_sol
-    if memory_sol is not None or compute_sol is not None:
-        sig["sol_fraction"] = max(x for x in (memory_sol, compute_sol) if x is not None)
     shares_base = float(profiled["busy_ms"]) or total_ms
     sig["ops"] = [vars(s) for s in _shares(ops, shares_base if not on_gpu else total_ms)]
     sig["kernels"] = [vars(s) for s in _shares(kernels, shares_base)]

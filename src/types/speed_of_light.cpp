@@ -1,4 +1,4 @@
-#include "native/native_signature.hpp"
+#include "mblast/speed_of_light.hpp"
 
 #include <algorithm>
 

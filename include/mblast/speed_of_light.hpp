@@ -1,7 +1,8 @@
 #pragma once
-// The parts of a native profile signature (docs/ARCHITECTURE.md §3) that OpenCL and RVV share: the
-// work one forward must do at least (recorded in the bundles' meta.json by the Python worker) set
-// against what a candidate measured, as the speed-of-light fractions the state classifier reads.
+// The speed-of-light fractions of a profile signature (docs/ARCHITECTURE.md §3), the one place
+// every backend computes them: the work one forward must do at least (counted by the Python
+// worker: in its response on CUDA, in the bundles' meta.json for OpenCL and RVV) set against what
+// a candidate measured, as the state classifier reads them.
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -19,8 +20,8 @@ struct ForwardWork {
 };
 
 // The most a device moves and computes per unit of what a candidate is measured in: bytes and
-// FLOPs per millisecond on OpenCL (its measured ceilings), per cost unit on RVV (the cost model's
-// datapath).
+// FLOPs per millisecond on CUDA and OpenCL (their measured ceilings; fp32 FLOPs, TF32 off), per
+// cost unit on RVV (the cost model's datapath).
 struct PeakRates {
   double bytes = 0;
   double flops = 0;
@@ -29,7 +30,7 @@ struct PeakRates {
 // Adds to `signature` "min_bytes", "flops", "arithmetic_intensity" (FLOPs per minimal byte) and,
 // given rates and a measured value > 0: "memory_sol_fraction" (min_bytes at the peak byte rate,
 // over the measured value), "compute_sol_fraction" (FLOPs at the peak FLOP rate, over it) and
-// "sol_fraction" (the larger), the names the seed states' conditions use, as on CUDA.
+// "sol_fraction" (the larger), the names the seed states' conditions use.
 void add_speed_of_light(nlohmann::json& signature, const ForwardWork& work,
                         const std::optional<PeakRates>& peak, double measured);
 
