@@ -14,6 +14,8 @@
 #include "mblast/backend.hpp"
 #include "mblast/error.hpp"
 #include "mblast/eval_options.hpp"
+#include "mblast/eval_result.hpp"
+#include "mblast/json_fields.hpp"
 #include "mblast/python.hpp"
 
 namespace mblast::cli {
@@ -43,24 +45,28 @@ std::string number(const nlohmann::json& value, const char* format) {
   return buffer;
 }
 
-void print_report(const nlohmann::json& r) {
-  const bool correct = r.value("correct", false);
+std::string number(const std::optional<double>& value, const char* format) {
+  return number(optional_json(value), format);
+}
+
+// The verdict, errors and tolerance, as the judge wrote them.
+void print_verdict(const EvalResult& e, const nlohmann::json& r) {
   std::cout << "problem     " << r["problem"].get<std::string>() << "\n"
             << "candidate   " << r["candidate"].get<std::string>() << "\n"
-            << "verdict     " << (correct ? "CORRECT" : "INCORRECT");
+            << "verdict     " << (e.correct ? "CORRECT" : "INCORRECT");
   if (r.contains("trials") && r["trials"].is_array()) {
     int passed = 0;
     for (const auto& trial : r["trials"]) passed += trial.value("pass", false) ? 1 : 0;
     std::cout << " (" << passed << "/" << r["trials"].size() << " trials)";
   }
   std::cout << "\n";
-  if (!r["error"].is_null()) std::cout << "error       " << r["error"].get<std::string>() << "\n";
-  std::cout << "max error   abs " << number(r["max_abs_err"], "%.3g") << ", rel "
-            << number(r["max_rel_err"], "%.3g");
-  if (r.contains("tolerance") && r["tolerance"].is_object()) {
-    const auto& t = r["tolerance"];
-    std::cout << "  (allowed atol " << number(t["atol"], "%.3g") << ", rtol "
-              << number(t["rtol"], "%.3g") << ", policy " << t.value("policy", "?") << ")";
+  if (e.error) std::cout << "error       " << *e.error << "\n";
+  std::cout << "max error   abs " << number(e.max_abs_err, "%.3g") << ", rel "
+            << number(e.max_rel_err, "%.3g");
+  if (e.tolerance) {
+    std::cout << "  (allowed atol " << number(nlohmann::json(e.tolerance->atol), "%.3g")
+              << ", rtol " << number(nlohmann::json(e.tolerance->rtol), "%.3g") << ", policy "
+              << (e.tolerance->policy.empty() ? "?" : e.tolerance->policy) << ")";
   }
   std::cout << "\n";
   if (r.contains("eager_max_abs_err") && r["eager_max_abs_err"].is_number()) {
@@ -70,43 +76,53 @@ void print_report(const nlohmann::json& r) {
                                                        : std::string("float64"))
               << " reference)\n";
   }
-  if (r.contains("baselines") && r["baselines"].is_array()) {
-    const auto& timing = r.value("timing", nlohmann::json::object());
+}
+
+// Times: the native backends' baselines, or eager against the candidate (and torch.compile).
+void print_times(const EvalResult& e, const nlohmann::json& r) {
+  if (e.baselines.is_array()) {
+    const auto timing = r.find("timing");
+    const bool has_timing = timing != r.end() && timing->is_object();
     std::cout << "measured    "
-              << (timing.contains("cost")
-                      ? "cost " + number(timing["cost"], "%.0f")
-                      : number(timing.value("median_ms", nlohmann::json()), "%.4f") + " ms")
+              << (has_timing && timing->contains("cost")
+                      ? "cost " + number((*timing)["cost"], "%.0f")
+                      : number(has_timing && timing->contains("median_ms") ? (*timing)["median_ms"]
+                                                                           : nlohmann::json(),
+                               "%.4f") +
+                            " ms")
               << "\n";
-    for (const auto& b : r["baselines"]) {
+    for (const auto& b : e.baselines) {
       std::cout << "baseline    " << b.value("name", "") << " " << number(b["value"], "%.4g") << " "
                 << b.value("unit", "") << ", speedup "
                 << number(b.value("speedup", nlohmann::json()), "%.3f") << "x\n";
     }
-  } else if (r["ref_ms"].is_number() || r["cand_ms"].is_number()) {
-    std::cout << "time        eager " << number(r["ref_ms"], "%.4f") << " ms, candidate "
-              << number(r["cand_ms"], "%.4f") << " ms, speedup " << number(r["speedup"], "%.3f")
-              << "x";
-    if (r.contains("compile_ms") && r["compile_ms"].is_number()) {
-      std::cout << "; torch.compile " << number(r["compile_ms"], "%.4f") << " ms";
-    }
+  } else if (e.ref_ms || e.cand_ms) {
+    std::cout << "time        eager " << number(e.ref_ms, "%.4f") << " ms, candidate "
+              << number(e.cand_ms, "%.4f") << " ms, speedup " << number(e.speedup, "%.3f") << "x";
+    if (e.compile_ms) std::cout << "; torch.compile " << number(e.compile_ms, "%.4f") << " ms";
     std::cout << "\n";
   }
-  if (r.contains("sol_ms") && r["sol_ms"].is_number() && r["cand_ms"].is_number()) {
+}
+
+void print_report(const nlohmann::json& r) {
+  const EvalResult e = EvalResult::from_json(r);
+  print_verdict(e, r);
+  print_times(e, r);
+  if (r.contains("sol_ms") && r["sol_ms"].is_number() && e.cand_ms) {
     const double sol = r["sol_ms"].get<double>();
-    if (r["ref_ms"].is_number() && r["ref_ms"].get<double>() < sol) {
+    if (e.ref_ms && *e.ref_ms < sol) {
       // The judge skipped its check for the same reason: the estimate does not hold here.
       std::cout << "sol         " << number(r["sol_ms"], "%.4f")
                 << " ms speed-of-light estimate, not checked: eager itself took "
-                << number(r["ref_ms"], "%.4f") << " ms, under it\n";
+                << number(e.ref_ms, "%.4f") << " ms, under it\n";
     } else {
       std::cout << "sol         " << number(r["sol_ms"], "%.4f")
                 << " ms speed of light; candidate at "
-                << number(nlohmann::json(sol / r["cand_ms"].get<double>() * 100), "%.0f")
-                << "% of it\n";
+                << number(nlohmann::json(sol / *e.cand_ms * 100), "%.0f") << "% of it\n";
     }
   }
-  if (r.contains("signature") && r["signature"].is_object()) {
-    const auto& sig = r["signature"];
+  if (e.signature.is_object()) {
+    const auto& sig = e.signature;
     std::cout << "signature  ";
     for (const char* metric :
          {"kernel_count", "launch_overhead_fraction", "sol_fraction", "memory_sol_fraction",
@@ -129,8 +145,7 @@ void print_report(const nlohmann::json& r) {
     }
   }
   std::string flags;
-  for (const auto& flag : r["flags"])
-    flags += (flags.empty() ? "" : ", ") + flag.get<std::string>();
+  for (const auto& flag : e.flags) flags += (flags.empty() ? "" : ", ") + flag;
   std::cout << "flags       " << (flags.empty() ? "none" : flags) << "\n";
 }
 
