@@ -283,9 +283,7 @@ void log_phases(const fs::path& candidate, const nlohmann::json& result) {
 // The worker profiles; the fractions of the device's ceilings are computed here, as for the
 // native backends (speed_of_light.hpp), each signature against its own measured time.
 void add_speed_of_light_to_signatures(nlohmann::json& result, const nlohmann::json& ceilings) {
-  ForwardWork work;
-  if (result.value("flops", nlohmann::json()).is_number()) work.flops = result["flops"];
-  if (result.value("min_bytes", nlohmann::json()).is_number()) work.min_bytes = result["min_bytes"];
+  const ForwardWork work = ForwardWork::from_fields(result);
   std::optional<PeakRates> peak;
   if (ceilings.is_object() && ceilings.value("bandwidth_gbs", nlohmann::json()).is_number() &&
       ceilings.value("peak_tflops", nlohmann::json()).is_number()) {

@@ -16,6 +16,10 @@ struct ForwardWork {
   std::optional<double> flops;
   std::optional<double> min_bytes;
 
+  // The "flops" and "min_bytes" fields of an object (the CUDA worker's response; a bundle's
+  // recorded "work"), each where it is a number >= 0.
+  static ForwardWork from_fields(const nlohmann::json& object);
+  // A bundle's meta.json: its "work" object.
   static ForwardWork from_meta(const nlohmann::json& bundle_meta);
 };
 

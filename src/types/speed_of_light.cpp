@@ -14,14 +14,17 @@ std::optional<double> positive(const nlohmann::json& object, const char* key) {
 
 }  // namespace
 
-ForwardWork ForwardWork::from_meta(const nlohmann::json& bundle_meta) {
+ForwardWork ForwardWork::from_fields(const nlohmann::json& object) {
   ForwardWork work;
-  if (!bundle_meta.is_object()) return work;
-  const auto recorded = bundle_meta.value("work", nlohmann::json::object());
-  if (!recorded.is_object()) return work;
-  work.flops = positive(recorded, "flops");
-  work.min_bytes = positive(recorded, "min_bytes");
+  if (!object.is_object()) return work;
+  work.flops = positive(object, "flops");
+  work.min_bytes = positive(object, "min_bytes");
   return work;
+}
+
+ForwardWork ForwardWork::from_meta(const nlohmann::json& bundle_meta) {
+  if (!bundle_meta.is_object()) return {};
+  return from_fields(bundle_meta.value("work", nlohmann::json::object()));
 }
 
 void add_speed_of_light(nlohmann::json& signature, const ForwardWork& work,
