@@ -13,7 +13,8 @@
 # Controls a run already judged on the reference are taken from its steps (best_of.py
 # --reuse-runs). To fit one device call: ONLY=1,19,23 runs those problems of the level (the rest
 # in another call, into the same batch when it is carried back); TIME_LIMIT=M bounds each
-# problem's optimize to M minutes (optimize --time-limit).
+# problem's optimize to M minutes (optimize --time-limit); BEST_OF_TIMEOUT=S bounds the judging of one
+# problem's remaining controls to S seconds (best_of.py --timeout, 400 by default).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 levels=${1:-1 2 3}
@@ -32,7 +33,8 @@ for level in $levels; do
     --out "$batch" --mblast .device/mblast -- --llm none --iterations 1 --steps "$max_evals" \
     --max-evaluations "$max_evals" ${TIME_LIMIT:+--time-limit "$TIME_LIMIT"} >>"$batch.log" 2>&1 || echo "level $level: run_kernelbench.sh exit $?"
   python3 benchmarks/h200/best_of.py --kernelbench .kb --level "$level" --problems "$problems" \
-    --out "$batch" --mblast .device/mblast --gpus "$gpus" --reuse-runs >>"$batch.log" 2>&1 || echo "level $level: best_of.py exit $?"
+    --out "$batch" --mblast .device/mblast --gpus "$gpus" --reuse-runs \
+    ${BEST_OF_TIMEOUT:+--timeout "$BEST_OF_TIMEOUT"} >>"$batch.log" 2>&1 || echo "level $level: best_of.py exit $?"
   echo "level $level: $(($(date +%s) - start)) s"
   .device/mblast report "$batch" --json >"$batch/report.json" || true
   .device/mblast report "$batch" | tee "$batch/report.md" | sed -n '1,60p'
