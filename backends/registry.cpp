@@ -1,7 +1,11 @@
 // The backends, one row each (docs/ARCHITECTURE.md §3): their traits and how to make one. Nothing
 // outside backends/ switches on a backend's name; a new backend is a new row here.
 #include "backend_registry.hpp"
+
+#include <iostream>
+
 #include "cuda/cuda_backend.hpp"
+#include "cuda/cuda_build.hpp"
 #include "cuda/cuda_doctor.hpp"
 #include "cuda/eval_server.hpp"
 #include "mblast/error.hpp"
@@ -126,6 +130,19 @@ InternalCommand eval_server_command() {
           }};
 }
 
+InternalCommand cuda_build_command() {
+  return {"cuda-build",
+          "Build the CUDA source on stdin as candidates are built (--arch sm_XY, --flag=F per "
+          "extra nvcc flag); one JSON report on stdout",
+          {"--arch", "--flag"},
+          [](const Values& v) {
+            std::vector<std::string> flags;
+            const auto [first, last] = v.equal_range("--flag");
+            for (auto it = first; it != last; ++it) flags.push_back(it->second);
+            return run_cuda_build_child(std::cin, std::cout, one_or(v, "--arch", ""), flags);
+          }};
+}
+
 InternalCommand opencl_run_command() {
   return {"opencl-run",
           "Run an OpenCL candidate (or a GEMM through CLBlast) on tensor bundles; one JSON "
@@ -167,7 +184,7 @@ std::vector<BackendRow> make_rows() {
                   [](const BackendContext& c) { return make_cuda_backend(cuda_traits(), c); },
                   cuda_doctor_names,
                   cuda_doctor,
-                  {eval_server_command()}});
+                  {eval_server_command(), cuda_build_command()}});
   rows.push_back({opencl_traits(),
                   [](const BackendContext& c) {
                     return make_native_judge(opencl_traits(), c,

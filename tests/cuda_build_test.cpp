@@ -4,14 +4,17 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "mblast/error.hpp"
 #include "mblast/process.hpp"
+#include "mblast/support.hpp"
 #include "test_support.hpp"
 
 namespace mblast {
@@ -19,6 +22,7 @@ namespace {
 
 using testing::ScopedEnv;
 
+using testing::run_mblast;
 using testing::TempDir;
 
 const char* const kRelu = R"(
@@ -84,23 +88,40 @@ TEST(CudaBuildTest, FlagsAndArchitectures) {
   EXPECT_NE(cuda_final_source("x").find("mblast_last_error"), std::string::npos);
 }
 
-TEST(CudaBuildTest, KeyAgreesWithPythonWorker) {
-  const std::string python = "/usr/bin/python3";
-  if (!find_program(python)) GTEST_SKIP() << python << " not found";
-  const std::string source = std::string(kRelu) + "// ünïcode comment\r\n";
-  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
-      {"sm_90", {}}, {"sm_80", {"-DBLOCK=128", "--use_fast_math"}}, {"sm_90a", {"-G"}}};
-  for (const auto& [arch, extra] : cases) {
-    ProcessSpec spec;
-    spec.argv = {python, "-m", "mblast_cuda", "key", "--arch", arch};
-    spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
-    spec.env["PYTHONPATH"] = std::string(MBLAST_SOURCE_DIR) + "/backends/cuda/worker";
-    spec.stdin_data = source;
-    spec.timeout = std::chrono::seconds(60);
-    const ProcessResult run = run_process(spec);
-    ASSERT_TRUE(run.ok()) << run.describe() << "\n" << run.err;
-    EXPECT_EQ(run.out, cuda_cache_key(source, arch, extra) + "\n") << arch;
-  }
+TEST(CudaBuildTest, KeyIsSha256OfTextFlagsAndArch) {
+  std::string flags;
+  for (const auto& flag : cuda_nvcc_flags("sm_80", {"-DX=1"}))
+    flags += (flags.empty() ? "" : " ") + flag;
+  const std::string material = cuda_final_source(kRelu) + '\0' + flags + '\0' + "sm_80";
+  EXPECT_EQ(cuda_cache_key(kRelu, "sm_80", {"-DX=1"}), sha256_hex(material));
+}
+
+// What the worker's mblast_cuda.load() runs, through the real binary, with an nvcc stand-in that
+// writes the shared object it is asked for (or fails as nvcc does).
+TEST(CudaBuildTest, TheWorkersBuildCommandReportsTheBuildAsJson) {
+  const TempDir dir;
+  const auto nvcc = dir / "nvcc";
+  write_script(nvcc, "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && echo so > \"$2\"; shift; done");
+  const std::map<std::string, std::optional<std::string>> env = {
+      {"MBLAST_NVCC", nvcc.string()}, {"MBLAST_CUDA_CACHE", (dir / "cache").string()}};
+  const std::vector<std::string> args = {"internal", "cuda-build", "--arch=sm_80",
+                                         "--flag=-DBLOCK=128", "--flag=--use_fast_math"};
+  const ProcessResult first = run_mblast(args, env, kRelu);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto report = nlohmann::json::parse(first.out);
+  const std::string key = cuda_cache_key(kRelu, "sm_80", {"-DBLOCK=128", "--use_fast_math"});
+  EXPECT_EQ(report.at("key"), key);
+  EXPECT_EQ(report.at("artifact"), (dir / "cache" / (key + ".so")).string());
+  EXPECT_TRUE(report.at("ok"));
+  EXPECT_FALSE(report.at("cached"));
+  EXPECT_TRUE(nlohmann::json::parse(run_mblast(args, env, kRelu).out).at("cached"));
+
+  write_script(nvcc, "echo 'kernel.cu(3): error: expected a \";\"'; exit 2");
+  const ProcessResult broken = run_mblast(args, env, std::string(kRelu) + "// changed\n");
+  EXPECT_EQ(broken.exit_code, 1);
+  const auto failed = nlohmann::json::parse(broken.out);
+  EXPECT_FALSE(failed.at("ok"));
+  EXPECT_NE(failed.at("log").get<std::string>().find("error: expected"), std::string::npos);
 }
 
 TEST(CudaBuildTest, BuildsSharedObjectAndThenUsesTheCache) {

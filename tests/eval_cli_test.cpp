@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cuda/cuda_build.hpp"
 #include "mblast/python.hpp"
 #include "test_support.hpp"
 
@@ -72,6 +73,20 @@ TEST_F(EvalCli, CorrectCandidatePrintsTheDesignObjectAndExitsZero) {
   EXPECT_GT(json["cand_ms"].get<double>(), 0);
   EXPECT_EQ(json["trials"].size(), 5u);
   EXPECT_EQ(json["tolerance"]["policy"], "eager-widened");
+}
+
+// mblast_cuda.load() in the sandboxed worker builds through `mblast internal cuda-build` (the
+// judge's cache is read-only there, so into the worker's own folder) and loads the library; on
+// the CPU its first call is then refused for the CPU tensor, which shows the library was loaded.
+TEST_F(EvalCli, ACandidatesCudaIsBuiltByMblastsDriverInTheWorker) {
+  if (!find_nvcc()) GTEST_SKIP() << "nvcc not found";
+  auto result = eval("problems/relu_small.py", "candidates/cuda/relu_fast.py");
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  const auto json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["error_kind"], "candidate_runtime") << json.dump(2);
+  EXPECT_NE(json["error"].get<std::string>().find("needs a CUDA tensor, got one on cpu"),
+            std::string::npos)
+      << json["error"];
 }
 
 TEST_F(EvalCli, CheatingCandidateExitsOneWithItsFlag) {

@@ -16,7 +16,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mblast/embedded.hpp"
 #include "mblast/error.hpp"
 #include "mblast/process.hpp"
 #include "mblast/support.hpp"
@@ -26,25 +25,25 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// How candidate CUDA is built: worker/nvcc_build.json, the one definition that mblast_cuda/nvcc.py
-// reads too (embedded here with the worker).
+// How candidate CUDA is built. This file is the one nvcc driver: the worker's mblast_cuda.load()
+// builds what the driver could not pre-build through `mblast internal cuda-build`.
 struct BuildRecipe {
   std::vector<std::string> base_flags, trailing_flags;
   std::string gencode, helper_suffix;
 };
 
 const BuildRecipe& recipe() {
-  static const BuildRecipe r = [] {
-    for (const auto& file : embedded::worker::files()) {
-      if (file.path != "nvcc_build.json") continue;
-      const auto j = nlohmann::json::parse(file.contents);
-      return BuildRecipe{j.at("base_flags").get<std::vector<std::string>>(),
-                         j.at("trailing_flags").get<std::vector<std::string>>(),
-                         j.at("gencode").get<std::string>(),
-                         j.at("helper_suffix").get<std::string>()};
-    }
-    throw job_error("nvcc_build.json is not embedded in this mblast", "rebuild mblast");
-  }();
+  static const BuildRecipe r{
+      {"-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC"},
+      // -z defs: an undefined symbol fails the build here rather than the dlopen in the worker.
+      {"-lineinfo", "-Xlinker", "-z,defs"},
+      "arch=compute_{code},code=[sm_{code},compute_{code}]",
+      // The library's own CUDA runtime is linked statically, so only code inside the library can
+      // read its launch errors: every source gets these helpers (and is hashed with them).
+      "\n// Appended by mblast: reads launch errors through this library's own CUDA runtime.\n"
+      "extern \"C\" int mblast_last_error(void) { return (int)cudaGetLastError(); }\n"
+      "extern \"C\" const char* mblast_error_string(int e) {\n"
+      "  return cudaGetErrorString((cudaError_t)e);\n}\n"};
   return r;
 }
 
@@ -334,6 +333,16 @@ std::vector<CudaBuildResult> build_all(const std::vector<std::string>& sources,
   return results;
 }
 
+namespace {
+
+bool writable(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  return !ec && ::access(dir.c_str(), W_OK) == 0;
+}
+
+}  // namespace
+
 std::optional<fs::path> find_nvcc() {
   if (const char* env = std::getenv("MBLAST_NVCC"); env != nullptr && *env != '\0') {
     return find_program(env);
@@ -366,6 +375,29 @@ std::string detect_cuda_arch() {
     return env;
   }
   return "sm_90";
+}
+
+int run_cuda_build_child(std::istream& source, std::ostream& out, const std::string& arch,
+                         const std::vector<std::string>& extra_flags) {
+  std::ostringstream text;
+  text << source.rdbuf();
+  CudaBuildOptions options;
+  options.arch = arch.empty() ? detect_cuda_arch() : arch;
+  options.extra_flags = extra_flags;
+  options.cache_dir = default_cuda_cache_dir();
+  // A sandboxed worker reads the judge's cache but cannot write it (nor should candidate code):
+  // what is not there yet is built in the worker's own temporary folder.
+  const std::string key = cuda_cache_key(text.str(), options.arch, extra_flags);
+  if (!fs::is_regular_file(options.cache_dir / (key + ".so")) && !writable(options.cache_dir)) {
+    options.cache_dir = fs::temp_directory_path() / "mblast-cuda";
+  }
+  const CudaBuildResult result = build_cuda_source(text.str(), options);
+  out << nlohmann::json{{"key", result.key}, {"artifact", result.artifact.string()},
+                        {"ok", result.ok},   {"cached", result.cached},
+                        {"log", result.log}, {"seconds", result.seconds}}
+             .dump()
+      << "\n";
+  return result.ok ? 0 : 1;
 }
 
 }  // namespace mblast

@@ -1,10 +1,12 @@
 #pragma once
 // Building candidate CUDA with plain nvcc into shared objects that the Python worker loads with
 // mblast_cuda.load (backends/cuda/worker/mblast_cuda/) instead of load_inline (docs/ARCHITECTURE.md
-// §4). The cache key, the compiled text and the nvcc flags must match mblast_cuda/nvcc.py byte for
-// byte, so that the worker finds what the driver pre-built; tests/cuda_build_test.cpp checks that.
+// §4). This is mblast's one nvcc driver: the judge pre-builds every source it finds in a candidate
+// (build_all), and the worker builds the others (assembled at run time) and finds the pre-built
+// ones through `mblast internal cuda-build` (run_cuda_build_child).
 #include <chrono>
 #include <filesystem>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,6 +66,14 @@ std::vector<CudaBuildResult> build_all(const std::vector<std::string>& sources,
 
 // $MBLAST_NVCC when set (and only then), else nvcc on PATH, else /usr/local/cuda/bin/nvcc.
 std::optional<std::filesystem::path> find_nvcc();
+
+// `mblast internal cuda-build`: build_cuda_source for the source read from `source` (arch: the
+// given one, else detect_cuda_arch(); the cache: default_cuda_cache_dir(), where a source that is
+// not built yet goes to $TMPDIR/mblast-cuda when the cache is read-only), reported as one JSON
+// line {"key", "artifact", "ok", "cached", "log", "seconds"} on `out`. Returns 0 when built, 1
+// when nvcc rejected the source; throws mblast::Error when nvcc cannot be found or run.
+int run_cuda_build_child(std::istream& source, std::ostream& out, const std::string& arch,
+                         const std::vector<std::string>& extra_flags);
 
 // The first GPU's compute capability from nvidia-smi ("9.0" -> "sm_90"); else
 // $MBLAST_CUDA_ARCH; else "sm_90".

@@ -69,6 +69,13 @@ struct Pending {
   double build_seconds = 0;
 };
 
+// The architecture candidates are built for, detected once per process (nvidia-smi takes a while);
+// the workers build for the same one.
+const std::string& build_arch() {
+  static const std::string arch = detect_cuda_arch();
+  return arch;
+}
+
 // Compiles the CUDA sources of every candidate up front, in one parallel build_all, into the
 // cache the worker's mblast_cuda.load() reads. Records each candidate's builds in its result and
 // sets result.error on a compiler error.
@@ -85,7 +92,7 @@ void build_cuda(std::vector<Pending>& pending, const fs::path& cache_dir) {
   if (sources.empty()) return;
   CudaBuildOptions options;
   options.cache_dir = cache_dir;
-  options.arch = detect_cuda_arch();
+  options.arch = build_arch();
   if (auto nvcc = find_nvcc()) {
     options.nvcc = *nvcc;
   } else {
@@ -423,8 +430,11 @@ nlohmann::json evaluate_artifact(const EvalOptions& options, const Artifact& art
 WorkerConfig eval_worker_config(const EvalOptions& options, const fs::path& python) {
   WorkerConfig config;
   config.python = python;
-  // The worker's mblast_cuda.load() finds the shared objects built here by their key.
+  // The worker's mblast_cuda.load() builds through this binary (`mblast internal cuda-build`),
+  // for this architecture and into this cache, so it finds what was pre-built here.
   config.env["MBLAST_CUDA_CACHE"] = (options.cache_dir / "cuda").string();
+  config.env["MBLAST_BINARY"] = mblast_binary().string();
+  config.env["MBLAST_CUDA_ARCH"] = build_arch();
   config.worker_dir = worker_directory();
   config.device = options.device;
   config.scratch_root = fs::temp_directory_path();

@@ -7,6 +7,7 @@
 #include "mblast/error.hpp"
 #include "mblast/process.hpp"
 #include "mblast/remote.hpp"
+#include "mblast/support.hpp"
 #include "opencl/scratch_dir.hpp"
 
 namespace mblast::opencl {
@@ -24,11 +25,7 @@ std::string tail(const std::string& text, std::size_t max_chars = 2000) {
 constexpr const char* kChildMarker = "MBLAST_OPENCL_RUNNER_CHILD";
 
 fs::path runner_binary(const OpenClOptions& options) {
-  if (!options.mblast_binary.empty()) return options.mblast_binary;
-  if (const char* binary = std::getenv("MBLAST_BINARY"); binary != nullptr && *binary != '\0') {
-    return binary;
-  }
-  return fs::read_symlink("/proc/self/exe");
+  return options.mblast_binary.empty() ? mblast::mblast_binary() : options.mblast_binary;
 }
 
 // What the child runs: a candidate (--candidate FILE) or a library call (--gemm FILE).

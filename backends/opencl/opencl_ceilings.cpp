@@ -142,11 +142,7 @@ std::optional<DeviceCeilings> read_cached(const fs::path& path) {
 }
 
 fs::path mblast_binary(const OpenClOptions& options) {
-  if (!options.mblast_binary.empty()) return options.mblast_binary;
-  if (const char* binary = std::getenv("MBLAST_BINARY"); binary != nullptr && *binary != '\0') {
-    return binary;
-  }
-  return fs::read_symlink("/proc/self/exe");
+  return options.mblast_binary.empty() ? mblast::mblast_binary() : options.mblast_binary;
 }
 
 // Runs `mblast internal opencl-ceilings` on the options' target; its JSON report, or throws

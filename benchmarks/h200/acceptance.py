@@ -454,7 +454,8 @@ def _no_gain(cheat: Dict[str, Any]) -> bool:
 def section_anticheat(run: Run) -> Dict[str, Any]:
     """Every hack test that is not CPU-only, on the GPU: the worker's table of cheats with the
     device set to CUDA, the CUDA-only ones, and the fingerprint caches through `mblast eval`."""
-    env = {"MBLAST_TEST_DEVICE": "cuda", "PYTHONUNBUFFERED": "1"}
+    # MBLAST_BINARY: the candidates' mblast_cuda builds through the binary under test.
+    env = {"MBLAST_TEST_DEVICE": "cuda", "PYTHONUNBUFFERED": "1", "MBLAST_BINARY": str(run.mblast)}
     out: Dict[str, Any] = {}
     if run.part == "before":  # the tree before the change cannot aim its tests at the GPU
         out["worker_cheats_on_cuda"] = out["cuda_only"] = {"pass": False, "summary": "not run"}

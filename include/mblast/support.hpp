@@ -1,5 +1,6 @@
 #pragma once
-// Small utilities every layer uses: content hashes and timestamps.
+// Small utilities every layer uses: content hashes, timestamps, mblast's own binary.
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -10,5 +11,9 @@ std::string utc_now();
 
 // Lower-case hex SHA-256 of data.
 std::string sha256_hex(std::string_view data);
+
+// The mblast binary that child processes run: $MBLAST_BINARY when set (a test binary names the
+// real one), else this process's own executable.
+std::filesystem::path mblast_binary();
 
 }  // namespace mblast

@@ -10,6 +10,13 @@
 
 namespace mblast {
 
+std::filesystem::path mblast_binary() {
+  if (const char* binary = std::getenv("MBLAST_BINARY"); binary != nullptr && *binary != '\0') {
+    return binary;
+  }
+  return std::filesystem::read_symlink("/proc/self/exe");
+}
+
 std::string sha256_hex(std::string_view data) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int length = 0;

@@ -22,6 +22,10 @@ CUDA_CANDIDATES: Path = ROOT / "tests" / "candidates" / "cuda"
 if str(WORKER_DIR) not in sys.path:
     sys.path.insert(0, str(WORKER_DIR))
 
+# mblast_cuda builds through the mblast binary: the one scripts/test.sh built (BUILD_DIR).
+_BUILT = Path(os.environ.get("BUILD_DIR", "build"))
+os.environ.setdefault("MBLAST_BINARY", str((_BUILT if _BUILT.is_absolute() else ROOT / _BUILT) / "mblast"))
+
 # Small and quick: the CPU problems are tiny, so a handful of runs is enough to exercise timing.
 FAST_TIMING: Dict[str, Any] = {"runs": 4, "warmup": 1, "input_sets": 2, "l2_flush": False}
 

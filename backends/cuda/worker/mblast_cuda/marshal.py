@@ -9,9 +9,16 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 from .declarations import HostFunction, Param, _SCALARS, _Scalar, _is_stream, parse_host_functions
-from .nvcc import CudaBuildError, _compile, _key_for, _torch, cache_dir, detect_arch, final_source, nvcc_flags
+from .nvcc import build
 
 
+@functools.lru_cache(maxsize=None)
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
 
 
 # Tensor dtypes accepted for T*, by torch attribute name (some exist only in newer versions).
@@ -265,29 +272,23 @@ class Library:
         return f"<mblast_cuda.Library {self.name} {sorted(self._calls)}>"
 
 
-_loaded: Dict[str, Library] = {}
+# The libraries this process loaded, by (source, extra flags).
+_loaded: Dict[Tuple[str, Tuple[str, ...]], Library] = {}
 
 
 def load(source: str, *, name: Optional[str] = None, extra_flags: Sequence[str] = ()) -> Library:
-    """Compiles source with nvcc (or reuses the cached build) and returns its host functions.
+    """Builds source through mblast's nvcc driver (or reuses its cached build) and returns its
+    host functions.
 
     Raises CudaBuildError with nvcc's output when the source does not compile."""
     if not isinstance(source, str):
         raise TypeError(f"mblast_cuda.load() needs the CUDA source as str, got {type(source)}")
     if isinstance(extra_flags, str):
         raise TypeError("extra_flags must be a sequence of flags, not one str")
-    arch = detect_arch()
-    flags = nvcc_flags(arch, list(extra_flags))
-    text = final_source(source)
-    key = _key_for(text, flags, arch)
-    if key in _loaded:
-        return _loaded[key]
-    directory = cache_dir()
-    artifact = directory / f"{key}.so"
-    if not artifact.is_file():
-        _compile(text, flags, key, directory)
-    library = Library(name or f"mblast_cuda_{key[:12]}", key, artifact, parse_host_functions(source))
-    _loaded[key] = library
+    wanted = (source, tuple(extra_flags))
+    if wanted in _loaded:
+        return _loaded[wanted]
+    built = build(source, extra_flags)
+    library = Library(name or f"mblast_cuda_{built.key[:12]}", built.key, built.artifact, parse_host_functions(source))
+    _loaded[wanted] = library
     return library
-
-

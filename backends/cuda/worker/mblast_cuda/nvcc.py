@@ -1,30 +1,21 @@
-"""nvcc for candidates: the shared build recipe (nvcc_build.json), the cache key, the cache and the
-compile itself. cuda_build.cpp computes the same key from the same recipe."""
+"""Building a candidate's CUDA source: through mblast's one nvcc driver, `mblast internal
+cuda-build` (backends/cuda/cuda_build.cpp), which owns the recipe, the cache key, the cache, the
+nvcc lookup and the architecture. The judge pre-builds the sources it finds in a candidate file;
+this asks the same driver for those (a cache hit) and for sources assembled at run time."""
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
 import os
-import re
-import secrets
 import shutil
-import signal
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence
 
-# How candidate CUDA is built, shared with cuda_build.cpp: nvcc_build.json beside this package.
-_BUILD: Dict[str, Any] = json.loads((Path(__file__).resolve().parent.parent / "nvcc_build.json").read_text())
-BASE_FLAGS: Tuple[str, ...] = tuple(_BUILD["base_flags"])
-TRAILING_FLAGS: Tuple[str, ...] = tuple(_BUILD["trailing_flags"])
-HELPER_SUFFIX: str = _BUILD["helper_suffix"]
-GENCODE: str = _BUILD["gencode"]
-
-BUILD_TIMEOUT_S: float = 180.0
+# nvcc's own limit is 180 s (cuda_build.hpp); this bounds the driver around it.
+BUILD_TIMEOUT_S: float = 240.0
 LOG_LIMIT: int = 8192
-_ARCH_RE = re.compile(r"sm_([0-9]+[a-z]?)")
 
 
 class CudaBuildError(RuntimeError):
@@ -37,128 +28,76 @@ class CudaBuildError(RuntimeError):
 
 
 class CudaToolkitError(RuntimeError):
-    """No usable nvcc: a setup problem, not a fault of the candidate."""
+    """No usable mblast or nvcc: a setup problem, not a fault of the candidate."""
 
 
+@dataclass(frozen=True)
+class Build:
+    key: str
+    artifact: Path
+    cached: bool
 
 
-def _validate_arch(arch: str) -> str:
-    if not _ARCH_RE.fullmatch(arch):
-        raise ValueError(f"CUDA architecture {arch!r} is not of the form sm_90 / sm_90a")
-    return arch
-
-
-def detect_arch() -> str:
-    """sm_XY of the current GPU; else $MBLAST_CUDA_ARCH; else sm_90."""
-    torch = _torch()
-    if torch is not None and torch.cuda.is_available():
-        major, minor = torch.cuda.get_device_capability()
-        return f"sm_{major}{minor}"
-    env = os.environ.get("MBLAST_CUDA_ARCH", "").strip()
-    return _validate_arch(env) if env else "sm_90"
-
-
-def nvcc_flags(arch: str, extra_flags: Sequence[str] = ()) -> List[str]:
-    number = _ARCH_RE.fullmatch(_validate_arch(arch))
-    assert number is not None
-    code = number.group(1)
-    return [*BASE_FLAGS, "-gencode", GENCODE.format(code=code), *TRAILING_FLAGS, *extra_flags]
-
-
-def final_source(source: str) -> str:
-    """The exact text nvcc compiles: the candidate's source plus the error helpers."""
-    return source + HELPER_SUFFIX
-
-
-def _key_for(text: str, flags: Sequence[str], arch: str) -> str:
-    material = text + "\0" + " ".join(flags) + "\0" + arch
-    return hashlib.sha256(material.encode("utf-8")).hexdigest()
-
-
-def cache_key(source: str, *, arch: Optional[str] = None, extra_flags: Sequence[str] = ()) -> str:
-    arch = detect_arch() if arch is None else arch
-    return _key_for(final_source(source), nvcc_flags(arch, extra_flags), arch)
-
-
-def cache_dir() -> Path:
-    env = os.environ.get("MBLAST_CUDA_CACHE", "")
-    return Path(env) if env else Path.home() / ".cache" / "mblast" / "cuda"
-
-
-def find_nvcc() -> Optional[str]:
-    """$MBLAST_NVCC when set (and only then), else nvcc on PATH, else /usr/local/cuda/bin/nvcc."""
-    env = os.environ.get("MBLAST_NVCC", "")
+def find_mblast() -> Optional[str]:
+    """$MBLAST_BINARY (the judge sets it for its workers), else mblast on PATH."""
+    env = os.environ.get("MBLAST_BINARY", "")
     if env:
-        if "/" not in env:
-            return shutil.which(env)
-        return env if _executable(env) else None
-    found = shutil.which("nvcc")
-    if found:
-        return found
-    default = "/usr/local/cuda/bin/nvcc"
-    return default if _executable(default) else None
+        return env if os.path.isfile(env) and os.access(env, os.X_OK) else None
+    return shutil.which("mblast")
 
 
-def _executable(path: str) -> bool:
-    return os.path.isfile(path) and os.access(path, os.X_OK)
+def build_command(mblast: str, extra_flags: Sequence[str]) -> List[str]:
+    """The driver's command line: the judge's architecture ($MBLAST_CUDA_ARCH, which it sets for
+    its workers) when known, else the driver detects it; each extra flag as --flag=F."""
+    command = [mblast, "internal", "cuda-build"]
+    arch = os.environ.get("MBLAST_CUDA_ARCH", "").strip()
+    if arch:
+        command.append(f"--arch={arch}")
+    command.extend(f"--flag={flag}" for flag in extra_flags)
+    return command
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+def build(source: str, extra_flags: Sequence[str] = ()) -> Build:
+    """The shared object for source, built now or found in the cache."""
+    mblast = find_mblast()
+    if mblast is None:
+        raise CudaToolkitError(
+            "mblast_cuda builds CUDA through the mblast binary, and none was found: judge the "
+            "candidate with `mblast eval`, or set MBLAST_BINARY to mblast's path"
+        )
+    try:
+        proc = subprocess.run(
+            build_command(mblast, extra_flags),
+            input=source.encode("utf-8"),
+            capture_output=True,
+            timeout=BUILD_TIMEOUT_S,
+            start_new_session=True,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise CudaBuildError(f"the CUDA build timed out after {BUILD_TIMEOUT_S:.0f} s") from exc
+    report = _report(proc)
+    if report is None:
+        stderr = proc.stderr.decode("utf-8", "replace").strip()
+        raise CudaToolkitError(f"`mblast internal cuda-build` exited with {proc.returncode}: {stderr}")
+    key, log = str(report["key"]), str(report["log"])
+    if not report["ok"]:
+        message = _trim(log, key) if log.strip() else "nvcc failed without output"
+        raise CudaBuildError(message, log, key)
+    return Build(key, Path(report["artifact"]), bool(report["cached"]))
 
 
-def _trim(log: str, log_path: Path) -> str:
+def _report(proc: "subprocess.CompletedProcess[bytes]") -> Optional[dict]:
+    if proc.returncode not in (0, 1):
+        return None
+    try:
+        report = json.loads(proc.stdout.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return report if isinstance(report, dict) and {"key", "ok", "log", "artifact"} <= set(report) else None
+
+
+def _trim(log: str, key: str) -> str:
     if len(log) <= LOG_LIMIT:
         return log
     rest = len(log) - LOG_LIMIT
-    return f"{log[:LOG_LIMIT]}\n[... {rest} more characters of nvcc output in {log_path}]"
-
-
-def _compile(text: str, flags: Sequence[str], key: str, directory: Path) -> None:
-    nvcc = find_nvcc()
-    if nvcc is None:
-        raise CudaToolkitError(
-            "nvcc not found: set MBLAST_NVCC, put nvcc on PATH or install CUDA in /usr/local/cuda"
-        )
-    directory.mkdir(parents=True, exist_ok=True)
-    source_path = directory / f"{key}.cu"
-    log_path = directory / f"{key}.log"
-    _write_atomic(source_path, text.encode("utf-8"))
-    tmp = directory / f"{key}.tmp-{os.getpid()}-{secrets.token_hex(4)}.so"
-    command = [nvcc, *flags, "-o", str(tmp), str(source_path)]
-    # A session of its own so that a timeout also ends cicc and ptxas.
-    proc = subprocess.Popen(
-        command,
-        cwd=directory,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        output, _ = proc.communicate(timeout=BUILD_TIMEOUT_S)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        output, _ = proc.communicate()
-        timed_out = True
-    log = output.decode("utf-8", "replace")
-    if timed_out:
-        log += f"\nnvcc timed out after {BUILD_TIMEOUT_S:.0f} s\n"
-    _write_atomic(log_path, log.encode("utf-8"))
-    if timed_out or proc.returncode != 0 or not tmp.is_file():
-        tmp.unlink(missing_ok=True)
-        message = _trim(log, log_path) if log.strip() else f"nvcc exited with {proc.returncode}"
-        raise CudaBuildError(message, log, key)
-    os.replace(tmp, directory / f"{key}.so")
-
-
-@functools.lru_cache(maxsize=None)
-def _torch() -> Any:
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch
+    return f"{log[:LOG_LIMIT]}\n[... {rest} more characters of nvcc output in {key}.log of the CUDA cache]"
