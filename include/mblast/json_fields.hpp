@@ -1,7 +1,11 @@
 #pragma once
 // Reading the fields of a JSON object written by mblast itself (config.json, the eval server's
 // messages): a missing or null field leaves the default in place, so that older files still read.
+// read_lenient also skips a field of another kind (steps.jsonl of an older mblast, the worker's
+// answers).
 #include <optional>
+#include <type_traits>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +25,29 @@ void read_optional_field(const nlohmann::json& json, const char* key, std::optio
   } else {
     out = json[key].get<T>();
   }
+}
+
+// True when `key` held a value of T's kind (boolean, number or string), which is then in `out`;
+// a missing field or one of another kind leaves `out` as it was.
+template <typename T>
+bool read_lenient(const nlohmann::json& json, const char* key, T& out) {
+  const auto it = json.find(key);
+  if (it == json.end()) return false;
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!it->is_boolean()) return false;
+  } else if constexpr (std::is_arithmetic_v<T>) {
+    if (!it->is_number()) return false;
+  } else {
+    if (!it->is_string()) return false;
+  }
+  out = it->template get<T>();
+  return true;
+}
+
+template <typename T>
+void read_lenient(const nlohmann::json& json, const char* key, std::optional<T>& out) {
+  T value{};
+  if (read_lenient(json, key, value)) out = std::move(value);
 }
 
 template <typename T>

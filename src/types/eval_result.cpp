@@ -52,14 +52,15 @@ constexpr std::array<std::string_view, 23> kTyped = {"correct",
                                                      "reference_signature"};
 
 std::optional<double> number(const json& j, const char* key) {
-  const auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
+  std::optional<double> out;
+  read_lenient(j, key, out);
+  return out;
 }
 
 std::string text(const json& j, const char* key) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  std::string out;
+  read_lenient(j, key, out);
+  return out;
 }
 
 json value(const json& j, const char* key) {

@@ -1,8 +1,5 @@
 #include "mblast/step_record.hpp"
 
-#include <type_traits>
-#include <utility>
-
 #include "mblast/json_fields.hpp"
 
 namespace mblast {
@@ -10,32 +7,9 @@ namespace {
 
 using nlohmann::json;
 
-// Lenient readers, since steps.jsonl may come from an older mblast: true when `key` held a value
-// of T's kind, which is then in `out`.
-template <typename T>
-bool read(const json& line, const char* key, T& out) {
-  const auto it = line.find(key);
-  if (it == line.end()) return false;
-  if constexpr (std::is_same_v<T, bool>) {
-    if (!it->is_boolean()) return false;
-  } else if constexpr (std::is_arithmetic_v<T>) {
-    if (!it->is_number()) return false;
-  } else {
-    if (!it->is_string()) return false;
-  }
-  out = it->get<T>();
-  return true;
-}
-
-template <typename T>
-void read(const json& line, const char* key, std::optional<T>& out) {
-  T value{};
-  if (read(line, key, value)) out = std::move(value);
-}
-
 Outcome outcome_or_skipped(const json& line, const char* key) {
   std::string name;
-  read(line, key, name);
+  read_lenient(line, key, name);
   return outcome_from(name).value_or(Outcome::skipped);
 }
 
@@ -79,43 +53,43 @@ json StepRecord::to_json() const {
 StepRecord StepRecord::from_json(const json& line) {
   StepRecord r;
   if (!line.is_object()) return r;
-  read(line, "iteration", r.iteration);
-  read(line, "step", r.step);
-  read(line, "global_step", r.global_step);
-  read(line, "slot", r.slot);
-  read(line, "slot_share", r.slot_share);
-  read(line, "state", r.state);
-  read(line, "state_evidence", r.state_evidence);
-  read(line, "technique", r.technique);
-  read(line, "implementer", r.implementer);
-  read(line, "base", r.base);
-  read(line, "base_depth", r.base_depth);
-  read(line, "candidate", r.candidate);
+  read_lenient(line, "iteration", r.iteration);
+  read_lenient(line, "step", r.step);
+  read_lenient(line, "global_step", r.global_step);
+  read_lenient(line, "slot", r.slot);
+  read_lenient(line, "slot_share", r.slot_share);
+  read_lenient(line, "state", r.state);
+  read_lenient(line, "state_evidence", r.state_evidence);
+  read_lenient(line, "technique", r.technique);
+  read_lenient(line, "implementer", r.implementer);
+  read_lenient(line, "base", r.base);
+  read_lenient(line, "base_depth", r.base_depth);
+  read_lenient(line, "candidate", r.candidate);
   if (const auto it = line.find("candidates"); it != line.end() && it->is_array()) {
     for (const auto& c : *it) {
       if (!c.is_object()) continue;
       StepCandidate candidate;
-      read(c, "file", candidate.file);
+      read_lenient(c, "file", candidate.file);
       candidate.outcome = outcome_or_skipped(c, "outcome");
       r.candidates.push_back(std::move(candidate));
     }
   }
-  read(line, "fixes", r.fixes);
+  read_lenient(line, "fixes", r.fixes);
   r.outcome = outcome_or_skipped(line, "outcome");
-  read(line, "error", r.error);
-  read(line, "speedup", r.speedup);
-  read(line, "reward", r.reward);
-  read(line, "improved", r.improved);
-  read(line, "new_best_candidate", r.new_best_candidate);
-  read(line, "best_speedup", r.best_speedup);
-  read(line, "attempt_id", r.attempt_id);
-  read(line, "claims", r.claims);
-  read(line, "critic", r.critic);
-  read(line, "tokens_total", r.tokens_total);
-  read(line, "cost_total_usd", r.cost_total_usd);
-  read(line, "evaluations_total", r.evaluations_total);
-  read(line, "seconds", r.seconds);
-  read(line, "run_seconds", r.run_seconds);
+  read_lenient(line, "error", r.error);
+  read_lenient(line, "speedup", r.speedup);
+  read_lenient(line, "reward", r.reward);
+  read_lenient(line, "improved", r.improved);
+  read_lenient(line, "new_best_candidate", r.new_best_candidate);
+  read_lenient(line, "best_speedup", r.best_speedup);
+  read_lenient(line, "attempt_id", r.attempt_id);
+  read_lenient(line, "claims", r.claims);
+  read_lenient(line, "critic", r.critic);
+  read_lenient(line, "tokens_total", r.tokens_total);
+  read_lenient(line, "cost_total_usd", r.cost_total_usd);
+  read_lenient(line, "evaluations_total", r.evaluations_total);
+  read_lenient(line, "seconds", r.seconds);
+  read_lenient(line, "run_seconds", r.run_seconds);
   return r;
 }
 
