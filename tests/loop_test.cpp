@@ -65,7 +65,7 @@ class FakeBackend : public Backend {
     std::optional<double> speedup;
     if (text.rfind("# reference", 0) == 0) {
       speedup = 1.0;
-      r.compile_ms = 0.5;
+      if (compile_baseline) r.compile_ms = 0.5;
     } else if (text.rfind("# transform ", 0) == 0) {
       const std::string name = text.substr(12, text.find('\n') - 12);
       if (auto it = speedups.find(name); it != speedups.end()) speedup = it->second;
@@ -178,15 +178,56 @@ class LoopTest : public ::testing::Test {
   std::unique_ptr<RunDir> run_;
 };
 
-TEST_F(LoopTest, TheReferenceIsTheBaselineJudgedOnceWithTorchCompile) {
+TEST_F(LoopTest, TheReferenceIsTheBaselineJudgedOnceWithoutTorchCompile) {
   const auto summary = run_builtins(options(1));
   EXPECT_EQ(backend_.judged.front(), "# reference\n");
-  EXPECT_EQ(backend_.compile_baselines, 1);
+  EXPECT_EQ(backend_.compile_baselines, 0);  // the fake's traits name no compile transform
   EXPECT_EQ(summary["baseline_ms"], 1.0);
-  EXPECT_EQ(summary["compile_ms"], 0.5);
+  EXPECT_TRUE(summary["compile_ms"].is_null());
   EXPECT_EQ(summary["hardware"], "fake GPU");
   KnowledgeBase kb(dir_ / "kb.sqlite");
   EXPECT_EQ(kb.query({.kind = "runs"}).size(), 1u);
+}
+
+// The compile baseline costs the first step nothing: the compile built-in's own step on the
+// reference gives it, or, where no such step ran, one more judging of the reference after the
+// last step; a run stopped by a budget goes without.
+TEST_F(LoopTest, TheCompileBaselineComesFromTheCompileStepOnTheReference) {
+  backend_.mutable_traits().compile_transform = "torch_compile";
+  backend_.speedups = {{"torch_compile", 4.0}};
+  auto o = options(1);
+  o.techniques = {"cuda/builtin-torch-compile"};
+  const auto summary = run_builtins(o);
+  EXPECT_EQ(backend_.compile_baselines, 0);
+  EXPECT_EQ(summary["evaluations"], 2);
+  EXPECT_DOUBLE_EQ(summary["compile_ms"].get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(summary["speedup_vs_compile"].get<double>(), 1.0);
+}
+
+TEST_F(LoopTest, WithoutACompileStepAFinishedRunJudgesItAfterTheLastStep) {
+  backend_.mutable_traits().compile_transform = "torch_compile";
+  backend_.speedups = {{"cuda_graph", 1.5}};
+  auto o = options(1);
+  o.techniques = {"cuda/builtin-cuda-graph"};
+  const auto summary = run_builtins(o);
+  EXPECT_EQ(summary["status"], "finished");
+  EXPECT_EQ(backend_.compile_baselines, 1);
+  EXPECT_EQ(backend_.judged.back(), "# reference\n");
+  EXPECT_EQ(summary["compile_ms"], 0.5);
+  EXPECT_DOUBLE_EQ(summary["speedup_vs_compile"].get<double>(), 0.75);
+}
+
+TEST_F(LoopTest, ARunStoppedByABudgetSpendsNothingOnTheCompileBaseline) {
+  backend_.mutable_traits().compile_transform = "torch_compile";
+  backend_.speedups = {{"cuda_graph", 1.5}};
+  auto o = options(3);
+  o.techniques = {"cuda/builtin-cuda-graph"};
+  o.max_evaluations = 2;
+  const auto summary = run_builtins(o);
+  EXPECT_EQ(summary["status"], "budget");
+  EXPECT_EQ(backend_.compile_baselines, 0);
+  EXPECT_EQ(backend_.evaluations, 2);
+  EXPECT_TRUE(summary["compile_ms"].is_null());
 }
 
 TEST_F(LoopTest, AMeasuredBaselinesSignatureClassifiesTheFirstStep) {

@@ -1,5 +1,7 @@
 // `mblast optimize --device cpu` end to end: the real binary, the embedded worker, Debian's
 // PyTorch, a real SQLite KB, and LLM answers from authored replay cassettes (no network).
+#include <signal.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -263,6 +265,79 @@ TEST_F(OptimizeCli, TheTimeLimitStopsTheEvaluationInFlight) {
   KnowledgeBase store(kb());
   EXPECT_TRUE(store.query({.kind = "attempts", .task = "problems/relu_small"}).empty());
   EXPECT_TRUE(testing::no_children_left());
+}
+
+// On a GPU the runs of a batch judge through the eval server (forced on for the CPU here with
+// MBLAST_EVAL_SERVER=1), so that a run after the first finds its workers started; a run's time
+// limit still stops the evaluation in flight there.
+class OptimizeThroughServer : public OptimizeCli {
+ protected:
+  std::map<std::string, std::optional<std::string>> server_env() const {
+    auto e = env();
+    e["XDG_RUNTIME_DIR"] = (dir_ / "run-dir").string();
+    e["MBLAST_EVAL_SERVER"] = "1";
+    e["MBLAST_EVAL_SERVER_IDLE_S"] = "60";
+    return e;
+  }
+  void SetUp() override {
+    OptimizeCli::SetUp();
+    fs::create_directories(dir_ / "run-dir");
+    fs::permissions(dir_ / "run-dir", fs::perms::owner_all);
+  }
+  // The eval server's process and request number that judged the run's reference.
+  static std::pair<int, int> served_reference(const fs::path& run) {
+    for (const auto& entry : fs::directory_iterator(run / "candidates")) {
+      const auto name = entry.path().filename().string();
+      if (name.rfind("reference-", 0) != 0 || entry.path().extension() != ".json") continue;
+      const auto result = nlohmann::json::parse(std::ifstream(entry.path()));
+      const auto server = result.value("eval_server", nlohmann::json::object());
+      return {server.value("pid", 0), server.value("request", 0)};
+    }
+    return {0, 0};
+  }
+};
+
+TEST_F(OptimizeThroughServer, TheRunsOfABatchShareOneServer) {
+  std::vector<std::pair<int, int>> served;
+  for (const char* name : {"first", "second"}) {
+    const auto result = run_mblast(
+        args("problems/relu_small.py", dir_ / name, {"--max-evaluations", "1", "--json"}),
+        server_env());
+    ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
+    served.push_back(served_reference(dir_ / name));
+  }
+  ASSERT_GT(served[0].first, 0) << "the first run was not judged by an eval server";
+  EXPECT_EQ(served[1].first, served[0].first);
+  EXPECT_GT(served[1].second, served[0].second);
+  const auto local = run_mblast(args("problems/relu_small.py", dir_ / "local",
+                                     {"--max-evaluations", "1", "--no-server", "--json"}),
+                                server_env());
+  ASSERT_EQ(local.exit_code, 0) << local.err << local.out;
+  EXPECT_EQ(served_reference(dir_ / "local").first, 0);
+  ::kill(served[0].first, SIGTERM);
+}
+
+TEST_F(OptimizeThroughServer, TheTimeLimitStopsTheEvaluationInFlight) {
+  const fs::path out = dir_ / "run";
+  const auto started = std::chrono::steady_clock::now();
+  const auto result =
+      run_mblast(args("problems/relu_small.py", out,
+                      {"--iterations", "1", "--steps", "1", "--technique",
+                       "cuda/fuse-elementwise-into-producer", "--llm",
+                       "replay:" + source("fixtures/optimize/relu_actor_hangs.jsonl"),
+                       "--time-limit", "0.5", "--json"}),
+                 server_env());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
+  const auto summary = nlohmann::json::parse(result.out);
+  EXPECT_EQ(summary["status"], "budget");
+  EXPECT_NE(summary.dump().find("evaluation in flight was stopped"), std::string::npos)
+      << summary.dump();
+  EXPECT_LT(seconds, 55.0);
+  const int server = served_reference(out).first;
+  EXPECT_GT(server, 0) << "the run was not judged by an eval server";
+  if (server > 0) ::kill(server, SIGTERM);
 }
 
 TEST_F(OptimizeCli, TheDemoReplayCarriesTheBundledExamplesAndFinishes) {

@@ -41,6 +41,14 @@ class CudaBackend final : public Backend {
     EvalOptions options = options_;
     options.candidate = artifact.candidate;
     options.compile_baseline = compile_baseline;
+    // Through the eval server, whose workers outlive this run: the runs of a batch after the
+    // first find one started. It rebuilds the candidate from the shared build cache (a hit); a
+    // failed build needs no worker at all.
+    if (!artifact.error && options_.use_server && eval_server_wanted(options_)) {
+      if (auto results = evaluate_via_server(options, {artifact.candidate}, python_)) {
+        return EvalResult::from_json(results->front());
+      }
+    }
     // The loop's evaluations keep a worker started ahead for the next one.
     return EvalResult::from_json(evaluate_artifact(options, artifact, workers()));
   }
@@ -126,6 +134,7 @@ BackendTraits cuda_traits() {
   t.builtins_need_a_candidate = false;
   t.native = false;
   t.harness = "KernelBench";
+  t.compile_transform = "torch_compile";
   t.agent_format = cuda_format;
   t.check_device = check_cuda_device;
   return t;

@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -352,6 +354,14 @@ json eval_options_to_json(const EvalOptions& o) {
   j["timing"] = o.timing;
   j["compile_baseline"] = o.compile_baseline;
   j["profile"] = o.profile;
+  if (o.until) {
+    // The run's deadline as wall-clock time: a steady clock's epoch is private to each process,
+    // and a request may wait for the server while another client's evaluation runs.
+    const auto left = *o.until - Clock::now();
+    j["deadline_unix_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                (std::chrono::system_clock::now() + left).time_since_epoch())
+                                .count();
+  }
   return j;
 }
 
@@ -362,6 +372,12 @@ EvalOptions eval_options_from_json(const json& j) {
   o.timing = j.value("timing", o.timing);
   o.compile_baseline = j.value("compile_baseline", o.compile_baseline);
   o.profile = j.value("profile", o.profile);
+  if (const auto deadline = j.find("deadline_unix_ms"); deadline != j.end()) {
+    const auto at = std::chrono::system_clock::time_point(
+        std::chrono::milliseconds(deadline->get<std::int64_t>()));
+    o.until = Clock::now() +
+              std::chrono::duration_cast<Clock::duration>(at - std::chrono::system_clock::now());
+  }
   return o;
 }
 

@@ -1,8 +1,9 @@
 #pragma once
-// The eval server: `mblast eval` on a GPU hands its candidates to a long-lived mblast process of
-// the same user that keeps Python workers started ahead (PyTorch imported, CUDA initialised; two,
-// MBLAST_EVAL_SERVER_PRESTART),
-// so that a run of `mblast eval` commands does not pay the worker's start-up (seconds) each time.
+// The eval server: `mblast eval` and `mblast optimize` on a GPU hand their candidates to a
+// long-lived mblast process of the same user that keeps Python workers started ahead (PyTorch
+// imported, CUDA initialised; two, MBLAST_EVAL_SERVER_PRESTART), so that a run of `mblast eval`
+// commands, or the runs of a batch, do not pay the worker's start-up (10-16 s on the H200) each
+// time. A request carries the run's --time-limit as a wall-clock deadline.
 // Evaluation is unchanged: the server calls evaluate_all() with its pool, one request at a time
 // (which also keeps two evaluations from timing on one GPU at once), and every candidate still
 // runs in a fresh, sandboxed worker process that serves only it.

@@ -451,11 +451,22 @@ def _no_gain(cheat: Dict[str, Any]) -> bool:
     return cheat["correct"] is False or (num(cheat.get("speedup")) or 0.0) <= 1.0
 
 
+def gpu_test_env(run: Run) -> Dict[str, str]:
+    """pytest aimed at the GPU; the candidates' mblast_cuda builds through the binary under test."""
+    return {"MBLAST_TEST_DEVICE": "cuda", "PYTHONUNBUFFERED": "1", "MBLAST_BINARY": str(run.mblast)}
+
+
+def xdist_spread() -> List[str]:
+    """The CUDA-only tests over four processes where pytest-xdist is installed (13 evaluations,
+    ~40 s each alone)."""
+    return ["-n", "4"] if importlib.util.find_spec("xdist") else []
+
+
 def section_anticheat(run: Run) -> Dict[str, Any]:
     """Every hack test that is not CPU-only, on the GPU: the worker's table of cheats with the
     device set to CUDA, the CUDA-only ones, and the fingerprint caches through `mblast eval`."""
     # MBLAST_BINARY: the candidates' mblast_cuda builds through the binary under test.
-    env = {"MBLAST_TEST_DEVICE": "cuda", "PYTHONUNBUFFERED": "1", "MBLAST_BINARY": str(run.mblast)}
+    env = gpu_test_env(run)
     out: Dict[str, Any] = {}
     if run.part == "before":  # the tree before the change cannot aim its tests at the GPU
         out["worker_cheats_on_cuda"] = out["cuda_only"] = {"pass": False, "summary": "not run"}
@@ -470,8 +481,8 @@ def section_anticheat(run: Run) -> Dict[str, Any]:
     if run.part == "i":  # part h ran them (cuda_tests)
         out["cuda_only"] = {"pass": True, "summary": "run in part h"}
     elif run.part != "before":
-        out["cuda_only"] = pytest_section(run, "pytest-cuda-only", [str(ROOT / "tests/python/test_worker_cuda.py")],
-                                          300, env)
+        out["cuda_only"] = pytest_section(run, "pytest-cuda-only",
+                                          [str(ROOT / "tests/python/test_worker_cuda.py"), *xdist_spread()], 300, env)
     cheats = {}
     relu = ROOT / "tests" / "problems" / "cuda" / "relu_large.py"
     for name in FINGERPRINT_CHEATS:
@@ -727,10 +738,9 @@ def section_memory_diag(run: Run) -> Dict[str, Any]:
 
 def section_cuda_tests(run: Run) -> Dict[str, Any]:
     """tests/python/test_worker_cuda.py on the GPU with the time it needs (part a's cut it at 120 s)."""
-    env = {"MBLAST_TEST_DEVICE": "cuda", "PYTHONUNBUFFERED": "1"}
-    spread = ["-n", "4"] if importlib.util.find_spec("xdist") else []  # 13 evaluations, ~40 s each alone
-    out = pytest_section(run, "pytest-cuda-only-full", [str(ROOT / "tests/python/test_worker_cuda.py"), "-v", *spread],
-                         min(240.0 if run.part == "h" else run.left(), max(30.0, run.left() - 10)), env)
+    out = pytest_section(run, "pytest-cuda-only-full",
+                         [str(ROOT / "tests/python/test_worker_cuda.py"), "-v", *xdist_spread()],
+                         min(240.0 if run.part == "h" else run.left(), max(30.0, run.left() - 10)), gpu_test_env(run))
     log(f"  cuda tests: {json.dumps(out)}")
     return out
 

@@ -47,6 +47,9 @@ struct BackendTraits {
   // Baselines the reference is measured against: "eager" (and "compile"), or native ones.
   bool native = false;
   std::string harness;  // the harness export_for_harness writes for ("KernelBench"); "": none
+  // The built-in that is torch.compile of the reference: its evaluation on the reference gives
+  // the run's compile baseline (the loop's "compile_ms"); "": the backend has none.
+  std::string compile_transform;
   std::function<AgentFormat(const std::string& device)> agent_format;
   std::vector<BackendOption> options;
   // Throws input_error when the device is not one this backend takes.

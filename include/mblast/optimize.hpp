@@ -39,6 +39,10 @@ struct OptimizeOptions {
   std::filesystem::path kb;
   std::filesystem::path out;  // the run directory; empty: ./mblast-runs/<task>-<time>
   int prestart = 0;           // workers kept started ahead; 0: the backend chooses (BackendContext)
+  // CUDA GPUs: judge through the eval server (cuda/eval_server.hpp), whose workers stay started
+  // between the runs of a batch. How candidates reach the judge, not what it measures: not
+  // recorded in the run's options.
+  bool eval_server = true;
 };
 
 // What the loop reports while it runs, for the progress line and logs.

@@ -32,6 +32,7 @@ struct OptimizeCommand {
   bool json = false;
   bool no_grad_timing = false;
   bool strict_tolerance = false;
+  bool no_server = false;
 };
 
 std::string fixed(const nlohmann::json& value, const char* format, const char* none = "-") {
@@ -214,7 +215,7 @@ void check_options_on_resume(const CLI::App& cmd, const nlohmann::json& given,
   static const std::set<std::string> changeable = {
       "--resume",     "--iterations", "--steps",    "--max-evaluations",
       "--time-limit", "--max-tokens", "--max-cost", "--llm",
-      "--json",       "--help"};
+      "--json",       "--help",       "--no-server"};
   const nlohmann::json recorded = recorded_options(run_dir);
   std::string changed;
   for (const CLI::Option* option : cmd.get_options()) {
@@ -318,6 +319,9 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
       ->check(non_negative_number());
   cmd->add_option("--cache-dir", c->cache_dir,
                   "Reference and build cache (default ~/.cache/mblast)");
+  cmd->add_flag("--no-server", c->no_server,
+                "Judge in this process instead of the eval server, which keeps workers started "
+                "between runs on a GPU (MBLAST_EVAL_SERVER=0 does the same)");
   cmd->add_flag("--json", c->json, "Print the result object as JSON on stdout");
   cmd->callback([&action, &globals, c, cmd] {
     action = [c, cmd, &globals] {
@@ -331,6 +335,7 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
       if (c->strict_tolerance) o.judge.tolerance_policy = "strict";
       o.judge.compile_timeout = std::chrono::seconds(c->compile_timeout_s);
       o.judge.cache_dir = c->cache_dir;
+      o.eval_server = !c->no_server;
       if (!c->config.empty()) o.llm_config = c->config;
       if (!globals.kb_path.empty()) o.kb = globals.kb();
       Progress progress(globals.quiet);
@@ -353,6 +358,7 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
         if (given("--max-tokens")) overrides["max_tokens"] = *o.max_tokens;
         if (given("--max-cost")) overrides["max_cost_usd"] = *o.max_cost_usd;
         if (given("--llm")) overrides["llm"] = o.llm;
+        if (c->no_server) overrides["eval_server"] = false;
         result = resume_optimize(c->resume, overrides, backend_registry(), std::ref(progress));
       } else {
         if (c->problem.empty()) {

@@ -67,6 +67,9 @@ class Loop {
   void check_techniques() const;
   void baseline();
   void record_run_in_kb();
+  void take_compile_baseline(const TechniqueRow& technique, bool on_reference,
+                             const EvalResult& result);
+  void judge_compile_baseline();
   void restore(const std::vector<StepRecord>& steps);
   std::optional<std::string> budget_spent() const;
 

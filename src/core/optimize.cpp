@@ -30,6 +30,7 @@ EvalOptions eval_options(const OptimizeOptions& o) {
   static_cast<JudgeOptions&>(e) = o.judge;
   e.problem = fs::absolute(o.problem);
   e.profile = true;  // every candidate's signature classifies the state of the next step
+  e.use_server = o.eval_server;
   e.cache_dir = o.judge.cache_dir.empty() ? default_cache_dir() : fs::absolute(o.judge.cache_dir);
   return e;
 }

@@ -83,6 +83,7 @@ OptimizeOptions options_from_json(const nlohmann::json& j) {
     read_field(j, "out", text);
     o.out = text;
     read_field(j, "prestart", o.prestart);
+    read_field(j, "eval_server", o.eval_server);  // a resume's override only, never recorded
   } catch (const nlohmann::json::exception& e) {
     throw input_error(std::string("the run's options are not readable: ") + e.what(),
                       "the run directory is damaged; start a new run with --out");
