@@ -151,6 +151,23 @@ TEST(CudaBuildTest, BuildsSharedObjectAndThenUsesTheCache) {
   EXPECT_EQ(entries, 3U);
 }
 
+// A worker's build: the judge's cache is read where it can be, and what it lacks is built in the
+// worker's own folder when the cache cannot be written (a path under a file here: root, who runs
+// CI, may write anywhere else).
+TEST(CudaBuildTest, WhatAnUnwritableCacheLacksIsBuiltInTheFallbackFolder) {
+  if (!find_nvcc()) GTEST_SKIP() << "nvcc not found";
+  const TempDir dir;
+  CudaBuildOptions options = options_in(dir);
+  std::ofstream(dir.path() / "a-file") << "not a folder";
+  options.cache_dir = dir.path() / "a-file" / "cache";
+  options.fallback_dir = dir.path() / "fallback";
+  const CudaBuildResult built = build_cuda_source(kRelu, options);
+  ASSERT_TRUE(built.ok) << built.log;
+  EXPECT_EQ(built.artifact, options.fallback_dir / (built.key + ".so"));
+  EXPECT_EQ(built.key, cuda_cache_key(kRelu, "sm_90", {}));
+  EXPECT_TRUE(build_cuda_source(kRelu, options).cached);
+}
+
 TEST(CudaBuildTest, SyntaxErrorKeepsNvccMessage) {
   if (!find_nvcc()) GTEST_SKIP() << "nvcc not found";
   const TempDir dir;

@@ -164,6 +164,12 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+bool writable(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  return !ec && ::access(dir.c_str(), W_OK) == 0;
+}
+
 }  // namespace
 
 std::vector<std::string> extract_cuda_sources(const std::string& python_text) {
@@ -246,15 +252,21 @@ CudaBuildResult build_cuda_source(const std::string& source, const CudaBuildOpti
   const std::string text = cuda_final_source(source);
   CudaBuildResult result;
   result.key = key_for(text, flags, options.arch);
-  const fs::path dir = options.cache_dir.empty() ? default_cuda_cache_dir() : options.cache_dir;
-  result.artifact = dir / (result.key + ".so");
-  const fs::path log_path = dir / (result.key + ".log");
-  if (fs::is_regular_file(result.artifact)) {
+  fs::path dir = options.cache_dir.empty() ? default_cuda_cache_dir() : options.cache_dir;
+  const auto cached = [&] {
+    result.artifact = dir / (result.key + ".so");
+    if (!fs::is_regular_file(result.artifact)) return false;
     result.ok = result.cached = true;
-    result.log = read_if_exists(log_path);
+    result.log = read_if_exists(dir / (result.key + ".log"));
     result.seconds = seconds_since(start);
-    return result;
+    return true;
+  };
+  if (cached()) return result;
+  if (!options.fallback_dir.empty() && !writable(dir)) {
+    dir = options.fallback_dir;
+    if (cached()) return result;
   }
+  const fs::path log_path = dir / (result.key + ".log");
 
   std::optional<fs::path> nvcc = options.nvcc.empty() ? find_nvcc() : options.nvcc;
   if (!nvcc) {
@@ -333,16 +345,6 @@ std::vector<CudaBuildResult> build_all(const std::vector<std::string>& sources,
   return results;
 }
 
-namespace {
-
-bool writable(const fs::path& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  return !ec && ::access(dir.c_str(), W_OK) == 0;
-}
-
-}  // namespace
-
 std::optional<fs::path> find_nvcc() {
   if (const char* env = std::getenv("MBLAST_NVCC"); env != nullptr && *env != '\0') {
     return find_program(env);
@@ -387,10 +389,7 @@ int run_cuda_build_child(std::istream& source, std::ostream& out, const std::str
   options.cache_dir = default_cuda_cache_dir();
   // A sandboxed worker reads the judge's cache but cannot write it (nor should candidate code):
   // what is not there yet is built in the worker's own temporary folder.
-  const std::string key = cuda_cache_key(text.str(), options.arch, extra_flags);
-  if (!fs::is_regular_file(options.cache_dir / (key + ".so")) && !writable(options.cache_dir)) {
-    options.cache_dir = fs::temp_directory_path() / "mblast-cuda";
-  }
+  options.fallback_dir = fs::temp_directory_path() / "mblast-cuda";
   const CudaBuildResult result = build_cuda_source(text.str(), options);
   out << nlohmann::json{{"key", result.key}, {"artifact", result.artifact.string()},
                         {"ok", result.ok},   {"cached", result.cached},

@@ -22,7 +22,10 @@ std::vector<std::string> extract_cuda_sources(const std::string& python_text);
 
 struct CudaBuildOptions {
   std::filesystem::path cache_dir;  // empty: default_cuda_cache_dir()
-  std::string arch = "sm_90";       // sm_XY or sm_XYa
+  // Where to build what cache_dir lacks when cache_dir is not writable (a sandboxed worker reads
+  // the judge's cache but may not add to it); empty: cache_dir must be writable.
+  std::filesystem::path fallback_dir;
+  std::string arch = "sm_90";  // sm_XY or sm_XYa
   std::vector<std::string> extra_flags;
   std::filesystem::path nvcc;  // empty: find_nvcc()
   std::chrono::seconds timeout{180};

@@ -434,7 +434,7 @@ WorkerConfig eval_worker_config(const EvalOptions& options, const fs::path& pyth
   // for this architecture and into this cache, so it finds what was pre-built here.
   config.env["MBLAST_CUDA_CACHE"] = (options.cache_dir / "cuda").string();
   config.env["MBLAST_BINARY"] = mblast_binary().string();
-  config.env["MBLAST_CUDA_ARCH"] = build_arch();
+  if (is_cuda_device(options.device)) config.env["MBLAST_CUDA_ARCH"] = build_arch();
   config.worker_dir = worker_directory();
   config.device = options.device;
   config.scratch_root = fs::temp_directory_path();

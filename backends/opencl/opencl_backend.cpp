@@ -24,10 +24,6 @@ std::string tail(const std::string& text, std::size_t max_chars = 2000) {
 // not mblast (a test binary re-running itself, say) and would start another one, and so on.
 constexpr const char* kChildMarker = "MBLAST_OPENCL_RUNNER_CHILD";
 
-fs::path runner_binary(const OpenClOptions& options) {
-  return options.mblast_binary.empty() ? mblast::mblast_binary() : options.mblast_binary;
-}
-
 // What the child runs: a candidate (--candidate FILE) or a library call (--gemm FILE).
 struct ChildJob {
   std::string flag;
@@ -39,7 +35,7 @@ struct ChildJob {
 
 ProcessSpec child_spec(const ChildJob& job, const BundleSet& bundles, const OpenClOptions& options,
                        const fs::path& out_dir) {
-  const fs::path binary = runner_binary(options);
+  const fs::path binary = options.binary();
   ProcessSpec spec;
   spec.argv = {binary.string(),
                "internal",
@@ -128,7 +124,7 @@ NativeRunResult run_on_target(const ChildJob& job, const BundleSet& bundles,
   auto target = make_remote_target(options.remote);
   const RemoteWorkdir dir(*target);
   const bool here = target->name() == "local";
-  std::vector<std::string> argv = {here ? runner_binary(options).string() : options.remote_mblast,
+  std::vector<std::string> argv = {here ? options.binary().string() : options.remote_mblast,
                                    "internal",
                                    "opencl-run",
                                    job.flag,
@@ -174,6 +170,10 @@ NativeRunResult run_job(const ChildJob& job, const BundleSet& bundles,
 }
 
 }  // namespace
+
+std::filesystem::path OpenClOptions::binary() const {
+  return mblast_binary.empty() ? mblast::mblast_binary() : mblast_binary;
+}
 
 NativeRunResult run_opencl_candidate(const fs::path& candidate, const BundleSet& bundles,
                                      const OpenClOptions& options) {

@@ -24,6 +24,9 @@ struct OpenClOptions {
   // that target, run `remote_mblast internal opencl-run` there and pull the outputs back.
   std::string remote;
   std::string remote_mblast = "mblast";  // the mblast binary on a ssh or adb target
+
+  // mblast_binary, else mblast::mblast_binary().
+  std::filesystem::path binary() const;
 };
 
 // Builds, runs and times the candidate. Its failures come back in error_kind ("compile",

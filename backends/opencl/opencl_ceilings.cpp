@@ -141,17 +141,12 @@ std::optional<DeviceCeilings> read_cached(const fs::path& path) {
   return ceilings;
 }
 
-fs::path mblast_binary(const OpenClOptions& options) {
-  return options.mblast_binary.empty() ? mblast::mblast_binary() : options.mblast_binary;
-}
-
 // Runs `mblast internal opencl-ceilings` on the options' target; its JSON report, or throws
 // job_error saying why there is none.
 nlohmann::json measure_in_child(const OpenClOptions& options) {
   const bool here = options.remote.empty();
-  const std::vector<std::string> argv = {
-      here ? mblast_binary(options).string() : options.remote_mblast, "internal", "opencl-ceilings",
-      "--device", options.device};
+  const std::vector<std::string> argv = {here ? options.binary().string() : options.remote_mblast,
+                                         "internal", "opencl-ceilings", "--device", options.device};
   ProcessResult result;
   if (here) {
     ProcessSpec spec;
