@@ -17,6 +17,7 @@
 
 #include "mblast/backend.hpp"
 #include "mblast/judge_options.hpp"
+#include "mblast/run_summary.hpp"
 #include "mblast/step_record.hpp"
 
 namespace mblast {
@@ -47,25 +48,24 @@ struct OptimizeOptions {
 
 // What the loop reports while it runs, for the progress line and logs.
 struct ProgressEvent {
-  std::string kind;                // "start", "baseline", "step_start", "step", "note", "end"
-  nlohmann::json data;             // as the run's log.txt records it
-  std::optional<StepRecord> step;  // "step_start" (the choice) and "step" (the whole record)
+  std::string kind;                   // "start", "baseline", "step_start", "step", "note", "end"
+  nlohmann::json data;                // as the run's log.txt records it
+  std::optional<StepRecord> step;     // "step_start" (the choice) and "step" (the whole record)
+  std::optional<RunSummary> summary;  // "end"
 };
 using ProgressFn = std::function<void(const ProgressEvent&)>;
 
-// Runs a new loop. The returned object is docs/ARCHITECTURE.md §8's optimize --json result:
-// best_speedup, correct, evaluations, run_dir, tokens, cost_usd, plus status, stop_reason, steps,
-// best file, baseline and LLM details. Throws mblast::Error (exit 2) for unusable input.
-// `backends` are the rows the CLI links (backend_registry()); the core links none of them.
-nlohmann::json optimize(OptimizeOptions options, const BackendRows& backends,
-                        const ProgressFn& progress);
+// Runs a new loop; its summary's to_json() is docs/ARCHITECTURE.md §8's optimize --json result.
+// Throws mblast::Error (exit 2) for unusable input. `backends` are the rows the CLI links
+// (backend_registry()); the core links none of them.
+RunSummary optimize(OptimizeOptions options, const BackendRows& backends,
+                    const ProgressFn& progress);
 
 // Continues the run in `run_dir` with the options it was started with; finished steps and
 // evaluations are not repeated. `overrides` (keys of options_to_json, e.g. "iterations" or
 // "time_limit_minutes") replace recorded options, so that a run stopped by a budget can go on.
-nlohmann::json resume_optimize(const std::filesystem::path& run_dir,
-                               const nlohmann::json& overrides, const BackendRows& backends,
-                               const ProgressFn& progress);
+RunSummary resume_optimize(const std::filesystem::path& run_dir, const nlohmann::json& overrides,
+                           const BackendRows& backends, const ProgressFn& progress);
 
 // Asks a running loop to stop after its current step (safe to call from a signal handler); the
 // run ends with status "interrupted" and can be resumed.

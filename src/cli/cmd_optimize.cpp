@@ -81,8 +81,8 @@ class Progress {
       } else {
         line(text);
       }
-    } else if (event.kind == "end") {
-      line("  stopped: " + d.value("status", "") + " (" + d.value("stop_reason", "") + ")");
+    } else if (event.kind == "end" && event.summary) {
+      line("  stopped: " + event.summary->status + " (" + event.summary->stop_reason + ")");
     }
   }
 
@@ -109,76 +109,62 @@ class Progress {
 
 // The best candidate against every baseline after the headline one (native backends time
 // several: the headline is what a user would otherwise run, the rest are columns of their own).
-std::vector<nlohmann::json> speedups_over_other_baselines(const nlohmann::json& r,
-                                                          const std::string& over) {
+std::vector<nlohmann::json> speedups_over_other_baselines(const RunSummary& r) {
   std::vector<nlohmann::json> rows;
-  const auto baselines = r.value("baselines", nlohmann::json::array());
-  if (!r["best_speedup"].is_number() || baselines.empty() || baselines[0].value("name", "") != over)
-    return rows;
-  const double primary = baselines[0].value("value", 0.0);
-  const double best = r["best_speedup"].get<double>();
+  const auto& baselines = r.baselines;
+  if (!r.best_speedup || baselines.empty() || baselines[0].name != r.speedup_baseline) return rows;
+  const double primary = baselines[0].value;
+  const double best = *r.best_speedup;
   if (primary <= 0 || best <= 0) return rows;
   for (std::size_t i = 1; i < baselines.size(); ++i) {
     const auto& b = baselines[i];
-    if (b.value("unit", "") != baselines[0].value("unit", "")) continue;
-    const double value = b.value("value", 0.0);
-    if (value <= 0) continue;
-    char text[96];
-    std::snprintf(text, sizeof text, "%.3fx over %s", best * value / primary,
-                  b.value("name", "").c_str());
-    rows.push_back({{"what", "  also"}, {"value", text}});
+    if (b.unit != baselines[0].unit || b.value <= 0) continue;
+    rows.push_back(
+        {{"what", "  also"}, {"value", fixed(best * b.value / primary, "%.3fx over ") + b.name}});
   }
   return rows;
 }
 
-void print_summary(const nlohmann::json& r) {
-  std::cout << "\nrun " << r.value("status", "") << ": " << r.value("stop_reason", "") << "\n";
+nlohmann::json path_or_null(const std::optional<std::filesystem::path>& path) {
+  return path ? nlohmann::json(path->string()) : nlohmann::json();
+}
+
+void print_summary(const RunSummary& r) {
+  std::cout << "\nrun " << r.status << ": " << r.stop_reason << "\n";
   nlohmann::json rows = nlohmann::json::array();
-  rows.push_back({{"what", "task"}, {"value", r["task"]}});
-  rows.push_back({{"what", "hardware"}, {"value", r["hardware"]}});
-  rows.push_back({{"what", "llm"}, {"value", r["llm"]}});
-  rows.push_back({{"what", "steps / evaluations"},
-                  {"value", std::to_string(r.value("steps", 0)) + " / " +
-                                std::to_string(r.value("evaluations", 0))}});
-  rows.push_back({{"what", "correct candidates"}, {"value", r["correct_candidates"]}});
-  const std::string over = r.value("speedup_baseline", nlohmann::json("eager")).is_string()
-                               ? r["speedup_baseline"].get<std::string>()
-                               : "eager";
+  const auto row = [&](const std::string& what, const nlohmann::json& value) {
+    rows.push_back({{"what", what}, {"value", value}});
+  };
+  row("task", r.task);
+  row("hardware", r.hardware);
+  row("llm", r.llm);
+  row("steps / evaluations", std::to_string(r.steps) + " / " + std::to_string(r.evaluations));
+  row("correct candidates", r.correct_candidates);
+  const std::string& over = r.speedup_baseline;
   if (over == "eager") {
     // The pair best_speedup divides: eager as timed beside the best, in the same interleaved run.
-    const auto eager = r.value("best_eager_ms", nlohmann::json()).is_number() ? r["best_eager_ms"]
-                                                                              : r["baseline_ms"];
-    rows.push_back({{"what", "eager time"}, {"value", fixed(eager, "%.4f ms (beside the best)")}});
-    rows.push_back({{"what", "best time"}, {"value", fixed(r["best_ms"], "%.4f ms")}});
+    const auto eager = r.best_eager_ms ? r.best_eager_ms : r.baseline_ms;
+    row("eager time", fixed(optional_json(eager), "%.4f ms (beside the best)"));
+    row("best time", fixed(optional_json(r.best_ms), "%.4f ms"));
   }
   // Headline first, each with what it is (the thread count, the library and its version).
-  for (const auto& b : r.value("baselines", nlohmann::json::array())) {
-    const std::string detail = b.value("detail", "");
-    rows.push_back(
-        {{"what", "baseline " + b.value("name", "")},
-         {"value", fixed(b["value"], b.value("unit", "") == "ms" ? "%.4f ms" : "%.0f (cost)") +
-                       (detail.empty() ? "" : ": " + detail)}});
+  for (const auto& b : r.baselines) {
+    row("baseline " + b.name, fixed(b.value, b.unit == "ms" ? "%.4f ms" : "%.0f (cost)") +
+                                  (b.detail.empty() ? "" : ": " + b.detail));
   }
-  if (r.value("speedup_vs_compile", nlohmann::json()).is_number()) {
-    rows.push_back(
-        {{"what", "vs torch.compile"}, {"value", fixed(r["speedup_vs_compile"], "%.3fx")}});
+  if (r.speedup_vs_compile) row("vs torch.compile", fixed(*r.speedup_vs_compile, "%.3fx"));
+  row("best speedup",
+      fixed(optional_json(r.best_speedup), ("%.3fx over " + over).c_str(), "none correct"));
+  for (auto& also : speedups_over_other_baselines(r)) rows.push_back(std::move(also));
+  row("best technique", r.correct() ? nlohmann::json(r.best_technique) : nlohmann::json());
+  if (r.best_speedup && *r.best_speedup < 1.0) {
+    row("note", "no candidate beat the baseline (" + over + "); it stays the fastest");
   }
-  rows.push_back(
-      {{"what", "best speedup"},
-       {"value", fixed(r["best_speedup"], ("%.3fx over " + over).c_str(), "none correct")}});
-  for (const auto& row : speedups_over_other_baselines(r, over)) rows.push_back(row);
-  rows.push_back({{"what", "best technique"}, {"value", r["best_technique"]}});
-  if (r["best_speedup"].is_number() && r["best_speedup"].get<double>() < 1.0) {
-    rows.push_back(
-        {{"what", "note"},
-         {"value", "no candidate beat the baseline (" + over + "); it stays the fastest"}});
-  }
-  rows.push_back({{"what", "tokens / cost"},
-                  {"value", std::to_string(r.value("tokens", std::int64_t{0})) + " / " +
-                                fixed(r["cost_usd"], "$%.4f", "unknown")}});
-  rows.push_back({{"what", "best file"}, {"value", r["best_file"]}});
-  rows.push_back({{"what", "KernelBench export"}, {"value", r["kernelbench_file"]}});
-  rows.push_back({{"what", "run dir"}, {"value", r["run_dir"]}});
+  row("tokens / cost",
+      std::to_string(r.tokens) + " / " + fixed(optional_json(r.cost_usd), "$%.4f", "unknown"));
+  row("best file", path_or_null(r.best_file));
+  row("KernelBench export", path_or_null(r.kernelbench_file));
+  row("run dir", r.run_dir.string());
   std::cout << format_table(rows, {{"what", "", 24}, {"value", "", 120}});
 }
 
@@ -341,7 +327,7 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
       Progress progress(globals.quiet);
       std::signal(SIGINT, on_stop_signal);
       std::signal(SIGTERM, on_stop_signal);
-      nlohmann::json result;
+      RunSummary result;
       if (!c->resume.empty()) {
         if (!c->problem.empty()) {
           throw input_error("--resume takes no PROBLEM: the run directory names it",
@@ -370,11 +356,11 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
         result = optimize(o, backend_registry(), std::ref(progress));
       }
       if (c->json) {
-        std::cout << result.dump(2) << "\n";
+        std::cout << result.to_json().dump(2) << "\n";
       } else {
         print_summary(result);
       }
-      const std::string status = result.value("status", "");
+      const std::string& status = result.status;
       return status == "llm_error" || status == "interrupted" ? 1 : 0;
     };
   });

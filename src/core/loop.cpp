@@ -128,7 +128,7 @@ Loop::Loop(OptimizeOptions options, Backend& backend, KnowledgeBase& kb, Agents&
       progress_(progress),
       judge_(backend, run) {}
 
-nlohmann::json Loop::run() {
+RunSummary Loop::run() {
   RunLog log(run_.log_file());
   const ProgressFn user_progress = progress_;
   progress_ = [&](const ProgressEvent& e) {
@@ -754,77 +754,71 @@ void Loop::judge_compile_baseline() {
   }
 }
 
-nlohmann::json Loop::finish(const std::string& status, const std::string& reason) {
+RunSummary Loop::finish(const std::string& status, const std::string& reason) {
   if (status == "finished" || status == "exhausted") judge_compile_baseline();
   backend_.stop_prestarting();
   const auto t = totals();
-  const std::int64_t tokens = t["tokens"].get<std::int64_t>();
-  nlohmann::json result = {
-      {"status", status},
-      {"stop_reason", reason},
-      {"task", task_},
-      {"problem", fs::absolute(options_.problem).string()},
-      {"backend", options_.judge.backend},
-      {"device", options_.judge.device},
-      {"hardware", hardware_},
-      {"llm", agents_.description},
-      {"run_dir", run_.path().string()},
-      {"run_id", run_id_},
-      {"kb", kb_.path().string()},
-      {"steps", steps_done_},
-      {"evaluations", evaluations_total()},
-      {"correct_candidates", correct_candidates_},
-      {"correct", best_.has_value()},
-      {"best_speedup", best_ ? nlohmann::json(best_->speedup) : nlohmann::json()},
-      {"best_technique", best_ ? nlohmann::json(best_->technique_id) : nlohmann::json()},
-      {"best_is_reference", best_ && best_->technique_id == "reference"},
-      {"best_file", nlohmann::json()},
-      {"kernelbench_file", nlohmann::json()},
-      {"baseline_ms", optional_json(baseline_.ref_ms)},
-      {"baseline_cost", optional_json(baseline_.ref_cost)},
-      {"speedup_baseline",
-       baseline_.speedup_baseline.empty() ? std::string("eager") : baseline_.speedup_baseline},
-      {"baselines", baseline_.baselines.is_null() ? nlohmann::json::array() : baseline_.baselines},
-      {"best_ms", best_ && best_->time_ms ? nlohmann::json(*best_->time_ms) : nlohmann::json()},
-      // The eager time measured beside the best, over which best_speedup is reckoned.
-      {"best_eager_ms",
-       best_ && best_->baseline_ms ? nlohmann::json(*best_->baseline_ms) : nlohmann::json()},
-      {"compile_ms", optional_json(baseline_.compile_ms)},
-      {"speedup_vs_compile", nlohmann::json()},
-      {"tokens", tokens},
-      {"cost_usd", t["cost_usd"]},
-      {"llm_usage", t},
-      {"tolerance", tolerance_json(baseline_)},
-      {"seconds", run_seconds()}};
+  RunSummary r;
+  r.status = status;
+  r.stop_reason = reason;
+  r.task = task_;
+  r.problem = fs::absolute(options_.problem);
+  r.backend = options_.judge.backend;
+  r.device = options_.judge.device;
+  r.hardware = hardware_;
+  r.llm = agents_.description;
+  r.run_dir = run_.path();
+  r.run_id = run_id_;
+  r.kb = kb_.path();
+  r.steps = steps_done_;
+  r.evaluations = evaluations_total();
+  r.correct_candidates = correct_candidates_;
+  r.baseline_ms = baseline_.ref_ms;
+  r.baseline_cost = baseline_.ref_cost;
+  if (!baseline_.speedup_baseline.empty()) r.speedup_baseline = baseline_.speedup_baseline;
+  r.baselines = BaselineFigure::list_from(baseline_.baselines);
+  r.compile_ms = baseline_.compile_ms;
+  r.tokens = t["tokens"].get<std::int64_t>();
+  if (t["cost_usd"].is_number()) r.cost_usd = t["cost_usd"].get<double>();
+  r.llm_usage = t;
+  r.tolerance = baseline_.tolerance;
+  r.seconds = run_seconds();
   for (const char* key : {"shrink", "missing_baselines"}) {
-    if (baseline_.extra.contains(key)) result[key] = baseline_.extra[key];
+    if (baseline_.extra.contains(key)) r.baseline_extra[key] = baseline_.extra[key];
   }
-  if (best_ && best_->time_ms && baseline_.compile_ms && *best_->time_ms > 0 &&
-      baseline_.ref_ms.value_or(0) > 0) {
-    // Both times come from their own interleaved runs against eager: compare them through it.
-    result["speedup_vs_compile"] = best_->speedup * (*baseline_.compile_ms / *baseline_.ref_ms);
-  }
-  if (best_) {
-    const std::string best_name = "best" + backend_.traits().candidate_extension;
-    run_.write_text(best_name, read_text_file(best_->file, "candidate"));
-    result["best_file"] = (run_.path() / best_name).string();
-    try {
-      if (backend_.export_for_harness(best_->file, run_.path() / "best_kernelbench.py")) {
-        result["kernelbench_file"] = (run_.path() / "best_kernelbench.py").string();
-      }
-    } catch (const Error& e) {
-      spdlog::warn("the best candidate could not be exported for KernelBench: {}", e.what());
-    }
-  }
-  run_.write_json("run.json", result);
+  if (best_) record_best(r);
+  run_.write_json("run.json", r.to_json());
   if (auto row = kb_.run(run_id_)) {
     row->status = status;
     row->finished_at = utc_now();
     if (best_) row->best_speedup = best_->speedup;
     kb_.update_run(*row);
   }
-  progress_({"end", result});
-  return result;
+  progress_({"end", r.to_json(), std::nullopt, r});
+  return r;
+}
+
+// The best candidate's figures, its copy in the run directory and its export for the harness.
+void Loop::record_best(RunSummary& r) const {
+  r.best_speedup = best_->speedup;
+  r.best_technique = best_->technique_id;
+  r.best_ms = best_->time_ms;
+  r.best_eager_ms = best_->baseline_ms;
+  if (best_->time_ms && baseline_.compile_ms && *best_->time_ms > 0 &&
+      baseline_.ref_ms.value_or(0) > 0) {
+    // Both times come from their own interleaved runs against eager: compare them through it.
+    r.speedup_vs_compile = best_->speedup * (*baseline_.compile_ms / *baseline_.ref_ms);
+  }
+  const std::string best_name = "best" + backend_.traits().candidate_extension;
+  run_.write_text(best_name, read_text_file(best_->file, "candidate"));
+  r.best_file = run_.path() / best_name;
+  try {
+    if (backend_.export_for_harness(best_->file, run_.path() / "best_kernelbench.py")) {
+      r.kernelbench_file = run_.path() / "best_kernelbench.py";
+    }
+  } catch (const Error& e) {
+    spdlog::warn("the best candidate could not be exported for KernelBench: {}", e.what());
+  }
 }
 
 }  // namespace mblast

@@ -19,6 +19,7 @@
 #include "mblast/kb.hpp"
 #include "mblast/optimize.hpp"
 #include "mblast/policy.hpp"
+#include "mblast/run_summary.hpp"
 #include "mblast/step_record.hpp"
 
 namespace mblast {
@@ -42,7 +43,7 @@ class Loop {
        optimize_detail::Agents& agents, RunDir& run, Resumed resumed, const ProgressFn& progress);
 
   // Baseline, then iterations of steps until a budget or the steps are spent; the run's summary.
-  nlohmann::json run();
+  RunSummary run();
 
  private:
   struct Choice {
@@ -102,7 +103,8 @@ class Loop {
   optimize_detail::Evaluation builtin(const Choice& choice, int global);
   CriticContext critic_context(const TrajectoryStep& judged) const;
   void accept(const optimize_detail::Evaluation& evaluation, const Choice& choice, int global);
-  nlohmann::json finish(const std::string& status, const std::string& reason);
+  RunSummary finish(const std::string& status, const std::string& reason);
+  void record_best(RunSummary& summary) const;
   nlohmann::json totals() const;
   double run_seconds() const;
   std::size_t evaluations_total() const {

@@ -35,8 +35,8 @@ EvalOptions eval_options(const OptimizeOptions& o) {
   return e;
 }
 
-nlohmann::json run_loop(const OptimizeOptions& options, const BackendRows& backends, RunDir& run,
-                        const ProgressFn& progress) {
+RunSummary run_loop(const OptimizeOptions& options, const BackendRows& backends, RunDir& run,
+                    const ProgressFn& progress) {
   Resumed resumed = Resumed::from(run);
   KnowledgeBase kb(options.kb);
   Agents agents = make_agents(options, resumed.tokens, resumed.cost_usd);
@@ -76,8 +76,8 @@ fs::path default_run_dir(const OptimizeOptions& o) {
 
 void request_optimize_stop() { g_optimize_stop_requested = true; }
 
-nlohmann::json optimize(OptimizeOptions options, const BackendRows& backends,
-                        const ProgressFn& progress) {
+RunSummary optimize(OptimizeOptions options, const BackendRows& backends,
+                    const ProgressFn& progress) {
   const auto& traits = find_backend(backends, options.judge.backend).traits;
   if (options.judge.device == "cuda" && traits.default_device != "cuda")
     options.judge.device = traits.default_device;
@@ -113,8 +113,8 @@ nlohmann::json recorded_options(const fs::path& run_dir) {
   return options_to_json(options_from_json(raw));
 }
 
-nlohmann::json resume_optimize(const fs::path& run_dir, const nlohmann::json& overrides,
-                               const BackendRows& backends, const ProgressFn& progress) {
+RunSummary resume_optimize(const fs::path& run_dir, const nlohmann::json& overrides,
+                           const BackendRows& backends, const ProgressFn& progress) {
   RunDir run = RunDir::open(run_dir);
   nlohmann::json config = run.config();
   nlohmann::json recorded =

@@ -1,0 +1,58 @@
+#pragma once
+// What one `mblast optimize` run ended with: built by the loop, printed by the CLI, written to the
+// run directory's run.json. to_json() is docs/ARCHITECTURE.md §8's optimize --json result, the
+// only JSON form; everything between the loop and the CLI reads the typed fields.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mblast/eval_result.hpp"
+
+namespace mblast {
+
+// One fixed baseline a native backend measures (PyTorch on the CPU, a naive kernel, plain C).
+struct BaselineFigure {
+  std::string name;
+  double value = 0;
+  std::string unit;  // "ms" or "cost"
+  std::string detail;
+
+  // The entries of a judge's "baselines" array that name a numeric figure.
+  static std::vector<BaselineFigure> list_from(const nlohmann::json& array);
+  nlohmann::json to_json() const;
+};
+
+struct RunSummary {
+  std::string status;  // "finished", "exhausted", "budget", "interrupted", "llm_error"
+  std::string stop_reason;
+  std::string task, backend, device, hardware, llm, run_id;
+  std::filesystem::path problem, run_dir, kb;
+  int steps = 0;
+  std::size_t evaluations = 0;
+  int correct_candidates = 0;
+  std::optional<double> best_speedup;  // over speedup_baseline; none: nothing correct
+  std::string best_technique;          // "reference" when nothing beat it
+  std::optional<std::filesystem::path> best_file, kernelbench_file;
+  std::optional<double> baseline_ms, baseline_cost;
+  std::string speedup_baseline = "eager";
+  std::vector<BaselineFigure> baselines;
+  std::optional<double> best_ms;
+  std::optional<double> best_eager_ms;  // eager timed beside the best, over which it is reckoned
+  std::optional<double> compile_ms, speedup_vs_compile;
+  std::int64_t tokens = 0;
+  std::optional<double> cost_usd;                       // none: a price is unknown
+  nlohmann::json llm_usage = nlohmann::json::object();  // the LLM ledger's own report
+  std::optional<Tolerance> tolerance;
+  double seconds = 0;
+  nlohmann::json baseline_extra = nlohmann::json::object();  // "shrink", "missing_baselines"
+
+  bool correct() const { return best_speedup.has_value(); }
+  bool best_is_reference() const { return correct() && best_technique == "reference"; }
+  nlohmann::json to_json() const;
+};
+
+}  // namespace mblast

@@ -1,0 +1,80 @@
+#include "mblast/run_summary.hpp"
+
+namespace mblast {
+
+namespace {
+
+template <typename T>
+nlohmann::json or_null(const std::optional<T>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json();
+}
+
+nlohmann::json path_or_null(const std::optional<std::filesystem::path>& path) {
+  return path ? nlohmann::json(path->string()) : nlohmann::json();
+}
+
+}  // namespace
+
+std::vector<BaselineFigure> BaselineFigure::list_from(const nlohmann::json& array) {
+  std::vector<BaselineFigure> figures;
+  if (!array.is_array()) return figures;
+  for (const auto& entry : array) {
+    const auto value = entry.is_object() ? entry.find("value") : entry.end();
+    if (!entry.is_object() || value == entry.end() || !value->is_number()) continue;
+    BaselineFigure figure;
+    figure.value = value->get<double>();
+    for (auto [key, field] : {std::pair{"name", &figure.name}, std::pair{"unit", &figure.unit},
+                              std::pair{"detail", &figure.detail}}) {
+      const auto text = entry.find(key);
+      if (text != entry.end() && text->is_string()) *field = text->get<std::string>();
+    }
+    figures.push_back(std::move(figure));
+  }
+  return figures;
+}
+
+nlohmann::json BaselineFigure::to_json() const {
+  return {{"name", name}, {"value", value}, {"unit", unit}, {"detail", detail}};
+}
+
+nlohmann::json RunSummary::to_json() const {
+  nlohmann::json figures = nlohmann::json::array();
+  for (const auto& b : baselines) figures.push_back(b.to_json());
+  nlohmann::json j = {{"status", status},
+                      {"stop_reason", stop_reason},
+                      {"task", task},
+                      {"problem", problem.string()},
+                      {"backend", backend},
+                      {"device", device},
+                      {"hardware", hardware},
+                      {"llm", llm},
+                      {"run_dir", run_dir.string()},
+                      {"run_id", run_id},
+                      {"kb", kb.string()},
+                      {"steps", steps},
+                      {"evaluations", evaluations},
+                      {"correct_candidates", correct_candidates},
+                      {"correct", correct()},
+                      {"best_speedup", or_null(best_speedup)},
+                      {"best_technique", correct() ? nlohmann::json(best_technique) : nullptr},
+                      {"best_is_reference", best_is_reference()},
+                      {"best_file", path_or_null(best_file)},
+                      {"kernelbench_file", path_or_null(kernelbench_file)},
+                      {"baseline_ms", or_null(baseline_ms)},
+                      {"baseline_cost", or_null(baseline_cost)},
+                      {"speedup_baseline", speedup_baseline},
+                      {"baselines", figures},
+                      {"best_ms", or_null(best_ms)},
+                      {"best_eager_ms", or_null(best_eager_ms)},
+                      {"compile_ms", or_null(compile_ms)},
+                      {"speedup_vs_compile", or_null(speedup_vs_compile)},
+                      {"tokens", tokens},
+                      {"cost_usd", or_null(cost_usd)},
+                      {"llm_usage", llm_usage},
+                      {"tolerance", tolerance ? tolerance->to_json() : nlohmann::json()},
+                      {"seconds", seconds}};
+  for (const auto& [key, value] : baseline_extra.items()) j[key] = value;
+  return j;
+}
+
+}  // namespace mblast
