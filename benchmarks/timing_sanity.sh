@@ -11,7 +11,7 @@ repeats=${2:-5}
 runs=${3:-30}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-PYTHONPATH=backends/cuda/worker python3 -m mblast_builtin reference "$problem" >"$work/identity.py"
+PYTHONPATH=worker python3 -m mblast_builtin reference "$problem" >"$work/identity.py"
 printf '%-6s %-10s %-10s %s\n' repeat ref_ms cand_ms speedup
 for i in $(seq 1 "$repeats"); do
   "$mblast" -q eval "$problem" --candidate "$work/identity.py" --device cpu --seeds 1 \

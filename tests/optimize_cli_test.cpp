@@ -66,6 +66,28 @@ class OptimizeCli : public ::testing::Test {
 
   fs::path kb() const { return dir_ / "kb.sqlite"; }
 
+  // A run whose one candidate never returns, under a 0.5-minute --time-limit: the evaluation in
+  // flight is stopped and the run ends with status budget well before the candidate's own limit.
+  void run_into_the_time_limit(const fs::path& out,
+                               const std::map<std::string, std::optional<std::string>>& env) {
+    const auto started = std::chrono::steady_clock::now();
+    const auto result =
+        run_mblast(args("problems/relu_small.py", out,
+                        {"--iterations", "1", "--steps", "1", "--technique",
+                         "cuda/fuse-elementwise-into-producer", "--llm",
+                         "replay:" + source("fixtures/optimize/relu_actor_hangs.jsonl"),
+                         "--time-limit", "0.5", "--json"}),
+                   env);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
+    const auto summary = nlohmann::json::parse(result.out);
+    EXPECT_EQ(summary["status"], "budget");
+    EXPECT_NE(summary.dump().find("evaluation in flight was stopped"), std::string::npos)
+        << summary.dump();
+    EXPECT_LT(seconds, 55.0);  // the candidate's own limit would be a minute and more
+  }
+
   TempDir dir_;
 };
 
@@ -245,23 +267,7 @@ TEST_F(OptimizeCli, BudgetEndsTheRunCleanlyAndResumeCanRaiseIt) {
 // the run with status budget well before the candidate's own limit, and records no attempt for
 // it: a resumed run judges it again.
 TEST_F(OptimizeCli, TheTimeLimitStopsTheEvaluationInFlight) {
-  const fs::path out = dir_ / "run";
-  const auto started = std::chrono::steady_clock::now();
-  const auto result =
-      run_mblast(args("problems/relu_small.py", out,
-                      {"--iterations", "1", "--steps", "1", "--technique",
-                       "cuda/fuse-elementwise-into-producer", "--llm",
-                       "replay:" + source("fixtures/optimize/relu_actor_hangs.jsonl"),
-                       "--time-limit", "0.5", "--json"}),
-                 env());
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
-  const auto summary = nlohmann::json::parse(result.out);
-  EXPECT_EQ(summary["status"], "budget");
-  EXPECT_NE(summary.dump().find("evaluation in flight was stopped"), std::string::npos)
-      << summary.dump();
-  EXPECT_LT(seconds, 55.0);  // the candidate's own limit would be a minute and more
+  run_into_the_time_limit(dir_ / "run", env());
   KnowledgeBase store(kb());
   EXPECT_TRUE(store.query({.kind = "attempts", .task = "problems/relu_small"}).empty());
   EXPECT_TRUE(testing::no_children_left());
@@ -318,24 +324,8 @@ TEST_F(OptimizeThroughServer, TheRunsOfABatchShareOneServer) {
 }
 
 TEST_F(OptimizeThroughServer, TheTimeLimitStopsTheEvaluationInFlight) {
-  const fs::path out = dir_ / "run";
-  const auto started = std::chrono::steady_clock::now();
-  const auto result =
-      run_mblast(args("problems/relu_small.py", out,
-                      {"--iterations", "1", "--steps", "1", "--technique",
-                       "cuda/fuse-elementwise-into-producer", "--llm",
-                       "replay:" + source("fixtures/optimize/relu_actor_hangs.jsonl"),
-                       "--time-limit", "0.5", "--json"}),
-                 server_env());
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
-  const auto summary = nlohmann::json::parse(result.out);
-  EXPECT_EQ(summary["status"], "budget");
-  EXPECT_NE(summary.dump().find("evaluation in flight was stopped"), std::string::npos)
-      << summary.dump();
-  EXPECT_LT(seconds, 55.0);
-  const int server = served_reference(out).first;
+  run_into_the_time_limit(dir_ / "run", server_env());
+  const int server = served_reference(dir_ / "run").first;
   EXPECT_GT(server, 0) << "the run was not judged by an eval server";
   if (server > 0) ::kill(server, SIGTERM);
 }

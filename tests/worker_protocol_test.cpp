@@ -1,5 +1,5 @@
 // The driver's side of the worker protocol against its one description,
-// backends/cuda/worker/protocol.schema.json: every request the CUDA judge writes conforms, and a
+// worker/protocol.schema.json: every request the CUDA judge writes conforms, and a
 // conforming response is read into EvalResult's typed fields (tests/python/test_protocol_schema.py
 // checks the worker's side against the same file).
 #include <filesystem>
@@ -22,7 +22,7 @@ using nlohmann::json;
 
 const json& schema() {
   static const json loaded = [] {
-    std::ifstream in(fs::path(MBLAST_SOURCE_DIR) / "backends/cuda/worker/protocol.schema.json");
+    std::ifstream in(fs::path(MBLAST_SOURCE_DIR) / "worker/protocol.schema.json");
     return json::parse(in);
   }();
   return loaded;

@@ -1,6 +1,6 @@
 #pragma once
 // Building candidate CUDA with plain nvcc into shared objects that the Python worker loads with
-// mblast_cuda.load (backends/cuda/worker/mblast_cuda/) instead of load_inline (docs/ARCHITECTURE.md
+// mblast_cuda.load (worker/mblast_cuda/) instead of load_inline (docs/ARCHITECTURE.md
 // §4). This is mblast's one nvcc driver: the judge pre-builds every source it finds in a candidate
 // (build_all), and the worker builds the others (assembled at run time) and finds the pre-built
 // ones through `mblast internal cuda-build` (run_cuda_build_child).

@@ -179,7 +179,7 @@ void export_kernelbench(const fs::path& candidate, const fs::path& out, const fs
   std::string exported = text;
   if (text.find("mblast_cuda") != std::string::npos) {
     ProcessSpec spec;
-    spec.argv = {python.string(), "-m", "mblast_cuda", "export", fs::absolute(candidate).string()};
+    spec.argv = {python.string(), "-m", "mblast_export", fs::absolute(candidate).string()};
     spec.env["PYTHONPATH"] = worker_directory().string();
     spec.timeout = std::chrono::seconds(60);
     auto result = run_process(spec);

@@ -14,7 +14,7 @@
 
 namespace mblast {
 
-// The worker's requests (backends/cuda/worker/protocol.schema.json): judging `candidate` of
+// The worker's requests (worker/protocol.schema.json): judging `candidate` of
 // options.problem with the reference cache under cache_dir and the device's measured ceilings
 // (null: none), and measuring the device's ceilings.
 nlohmann::json worker_eval_request(const EvalOptions& options,

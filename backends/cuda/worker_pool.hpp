@@ -1,5 +1,5 @@
 #pragma once
-// Requests to the Python worker (backends/cuda/worker), one request per process: a crash, hang or
+// Requests to the Python worker (worker), one request per process: a crash, hang or
 // CUDA error in candidate code takes down only that process. Protocol: the worker, started as
 // `PYTHON -m mblast_worker serve`, writes one JSON "ready" line on stdout, reads one JSON request
 // line on stdin, writes one JSON response line and exits.

@@ -227,7 +227,7 @@ BundleSet make_bundles(const fs::path& problem, int seeds, std::uint64_t seed,
     const fs::path staging = set.dir.string() + ".tmp-" + std::to_string(::getpid());
     ProcessSpec spec;
     spec.argv = {
-        python.string(),      "-m",      "mblast_worker.bundle",     fs::absolute(problem).string(),
+        python.string(),      "-m",      "mblast_bundle",     fs::absolute(problem).string(),
         staging.string(),     "--seeds", std::to_string(seeds),      "--seed",
         std::to_string(seed), "--runs",  std::to_string(timing_runs)};
     if (shrink > 0) {

@@ -1,6 +1,6 @@
 #pragma once
 // Tensor bundles: a PyTorch problem's inputs, parameters and expected outputs for one seed, made
-// on the CPU by the Python worker (`python3 -m mblast_worker.bundle`) and read by the native
+// on the CPU by the Python worker (`python3 -m mblast_bundle`) and read by the native
 // runners (OpenCL, RVV) and the judge that compares their outputs.
 //
 // File format (little-endian), one file per seed:
@@ -64,7 +64,7 @@ struct BundleSet {
 
 // Runs the Python worker on the CPU to make (or finds in cache_dir/bundles/) the bundles of
 // `problem` for seeds seed .. seed + seeds - 1. With shrink > 0 they are made from the problem at
-// reduced sizes, at most `shrink` elements of inputs, parameters and outputs (mblast_worker.shrink;
+// reduced sizes, at most `shrink` elements of inputs, parameters and outputs (mblast_bundle.shrink;
 // meta["shrink"] says what changed, dir/problem.py is the shrunken source). Throws input_error
 // (exit 2) when the problem is unusable or cannot be shrunk to that budget.
 BundleSet make_bundles(const std::filesystem::path& problem, int seeds, std::uint64_t seed,

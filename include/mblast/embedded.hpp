@@ -16,7 +16,7 @@ const std::vector<EmbeddedFile>& files();  // kb_schema/
 }  // namespace embedded::schema
 
 namespace embedded::worker {
-const std::vector<EmbeddedFile>& files();  // backends/cuda/worker/ (Python sources)
+const std::vector<EmbeddedFile>& files();  // worker/ (Python sources)
 }  // namespace embedded::worker
 
 namespace embedded::prompts {

@@ -10,7 +10,7 @@
 namespace mblast {
 
 // Every input, parameter and output moved once, and the FLOPs of the reference's aten ops
-// (backends/cuda/worker/mblast_worker/flops.py). Missing in bundles made before they were
+// (worker/mblast_worker/flops.py). Missing in bundles made before they were
 // recorded.
 struct ForwardWork {
   std::optional<double> flops;

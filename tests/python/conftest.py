@@ -14,7 +14,7 @@ import pytest
 from protocol_schema import response_errors
 
 ROOT: Path = Path(__file__).resolve().parents[2]
-WORKER_DIR: Path = ROOT / "backends" / "cuda" / "worker"
+WORKER_DIR: Path = ROOT / "worker"
 PROBLEMS: Path = ROOT / "tests" / "problems"
 CPU_CANDIDATES: Path = ROOT / "tests" / "candidates" / "cpu"
 CUDA_CANDIDATES: Path = ROOT / "tests" / "candidates" / "cuda"

@@ -1,4 +1,4 @@
-"""Checks JSON values against backends/cuda/worker/protocol.schema.json, the worker protocol's one
+"""Checks JSON values against worker/protocol.schema.json, the worker protocol's one
 description. Knows the keywords that file uses (its $comment lists them) and fails on any other,
 so the schema cannot grow a rule these tests silently skip."""
 
@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Dict, List
 
-SCHEMA_PATH: Path = Path(__file__).resolve().parents[2] / "backends" / "cuda" / "worker" / "protocol.schema.json"
+SCHEMA_PATH: Path = Path(__file__).resolve().parents[2] / "worker" / "protocol.schema.json"
 SCHEMA: Dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
 _ANNOTATIONS = {"$comment", "default"}
 _KEYWORDS = {"type", "enum", "properties", "required", "additionalProperties", "items", "minItems", "minimum",

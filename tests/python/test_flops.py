@@ -54,7 +54,7 @@ def test_elementwise_reductions_softmax_and_data_movement() -> None:
 def test_native_bundles_record_the_work_of_one_forward(tmp_path: Path, problem: str, flops: int,
                                                        min_bytes: int) -> None:
     out = tmp_path / "bundles"
-    subprocess.run([sys.executable, "-m", "mblast_worker.bundle", str(NATIVE / f"{problem}.py"), str(out),
+    subprocess.run([sys.executable, "-m", "mblast_bundle", str(NATIVE / f"{problem}.py"), str(out),
                     "--seeds", "1", "--runs", "0"], check=True, env=worker_env("cpu"), timeout=120)
     work = json.loads((out / "meta.json").read_text())["work"]
     assert work["flops"] == flops

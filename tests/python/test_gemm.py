@@ -103,7 +103,7 @@ def test_anything_more_than_one_product_is_not_a_gemm() -> None:
 
 def _meta(tmp_path: Path, problem: Path) -> dict:
     out = tmp_path / problem.stem
-    subprocess.run([sys.executable, "-m", "mblast_worker.bundle", str(problem), str(out), "--seeds", "1",
+    subprocess.run([sys.executable, "-m", "mblast_bundle", str(problem), str(out), "--seeds", "1",
                     "--runs", "0"], check=True, env=worker_env("cpu"), timeout=120)
     return json.loads((out / "meta.json").read_text())
 

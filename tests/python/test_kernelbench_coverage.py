@@ -19,7 +19,7 @@ from kernelbench_coverage import (  # noqa: E402
     summary,
 )
 
-BUNDLE = "mblast: error: the problem cannot be bundled for a native backend: mblast_worker.bundle: /kb/p.py: "
+BUNDLE = "mblast: error: the problem cannot be bundled for a native backend: mblast_bundle: /kb/p.py: "
 
 
 def test_error_text_takes_mblast_message_without_its_fix_line() -> None:

@@ -12,12 +12,13 @@ from typing import Iterator
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKER_DIR = ROOT / "backends" / "cuda" / "worker"
+WORKER_DIR = ROOT / "worker"
 CANDIDATES = ROOT / "tests" / "candidates" / "cuda"
 if str(WORKER_DIR) not in sys.path:
     sys.path.insert(0, str(WORKER_DIR))
 
 import mblast_cuda  # noqa: E402
+import mblast_export  # noqa: E402
 
 needs_nvcc = pytest.mark.skipif(
     shutil.which("nvcc") is None and not os.path.isfile("/usr/local/cuda/bin/nvcc"), reason="nvcc not found"
@@ -231,7 +232,7 @@ def test_host_code_runs_without_a_gpu(cache: Path) -> None:
 
 
 def export(name: str) -> str:
-    return mblast_cuda.export_kernelbench((CANDIDATES / name).read_text())
+    return mblast_export.export_kernelbench((CANDIDATES / name).read_text())
 
 
 @pytest.mark.parametrize("name", ["relu_fast.py", "../../../benchmarks/examples/row_softmax_cuda.py",
@@ -265,7 +266,7 @@ def test_export_handles_other_import_forms() -> None:
         "        self.lib = mc.load(SRC, extra_flags=FLAGS)\n"
         "        self.other = load(\n            SRC,\n        )\n"
     )
-    text = mblast_cuda.export_kernelbench(candidate)
+    text = mblast_export.export_kernelbench(candidate)
     compile(text, "candidate", "exec")
     assert "mblast_cuda" not in text and "mc." not in text
     assert "import torch\n" in text
@@ -286,12 +287,12 @@ def test_export_handles_other_import_forms() -> None:
 def test_export_refuses_what_it_cannot_translate(body: str, message: str) -> None:
     candidate = f"import mblast_cuda\nSRC = r'''{RELU}'''\n{body}"
     with pytest.raises(ValueError, match=message):
-        mblast_cuda.export_kernelbench(candidate)
+        mblast_export.export_kernelbench(candidate)
 
 
 def test_export_command_line(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "mblast_cuda", "export", str(CANDIDATES / "relu_fast.py")],
+        [sys.executable, "-m", "mblast_export", str(CANDIDATES / "relu_fast.py")],
         capture_output=True,
         text=True,
         cwd=WORKER_DIR,
@@ -301,7 +302,7 @@ def test_export_command_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("import torch\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "mblast_cuda", "export", str(bad)],
+        [sys.executable, "-m", "mblast_export", str(bad)],
         capture_output=True,
         text=True,
         cwd=WORKER_DIR,

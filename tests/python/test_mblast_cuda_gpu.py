@@ -15,11 +15,12 @@ if not torch.cuda.is_available():
     pytest.skip("CUDA is not available", allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKER_DIR = ROOT / "backends" / "cuda" / "worker"
+WORKER_DIR = ROOT / "worker"
 if str(WORKER_DIR) not in sys.path:
     sys.path.insert(0, str(WORKER_DIR))
 
 import mblast_cuda  # noqa: E402
+import mblast_export  # noqa: E402
 
 # Candidate (relative to the repository root) -> problem in tests/problems.
 CASES = {"tests/candidates/cuda/relu_fast.py": "cuda_relu.py",
@@ -102,7 +103,7 @@ def test_launch_errors_and_error_codes_raise() -> None:
 def test_kernelbench_export_runs_and_matches(candidate: str, problem: str, tmp_path: Path) -> None:
     text = (ROOT / candidate).read_text()
     exported = tmp_path / Path(candidate).name
-    exported.write_text(mblast_cuda.export_kernelbench(text))
+    exported.write_text(mblast_export.export_kernelbench(text))
     saved = sys.modules.pop("mblast_cuda")
     sys.path.remove(str(WORKER_DIR))
     try:

@@ -1,4 +1,4 @@
-"""Reduced sizes (mblast_worker.shrink) and bundles made from them: shapes stay valid, sizes fit
+"""Reduced sizes (mblast_bundle.shrink) and bundles made from them: shapes stay valid, sizes fit
 the budget, every size is divided by the same power of two, and the result is deterministic."""
 
 import json
@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from conftest import WORKER_DIR, worker_env
-from mblast_worker.bundle import make_bundles
+from mblast_bundle.bundles import make_bundles
 from mblast_worker.errors import TaskError
 from mblast_worker.loader import call_input_fn, load_problem
-from mblast_worker.shrink import KEEP_AT_MOST, find_sites, shrink_source
+from mblast_bundle.shrink import KEEP_AT_MOST, find_sites, shrink_source
 
 ELEMENTWISE = '''import torch
 import torch.nn as nn
@@ -224,11 +224,11 @@ def test_bundles_from_the_shrunken_problem(tmp_path: Path) -> None:
 def test_command_line_exit_codes(tmp_path: Path) -> None:
     problem = tmp_path / "softmax.py"
     problem.write_text(ELEMENTWISE)
-    ok = subprocess.run([sys.executable, "-m", "mblast_worker.shrink", str(problem), "--elements", "65536", "--json"],
+    ok = subprocess.run([sys.executable, "-m", "mblast_bundle", "shrink", str(problem), "--elements", "65536", "--json"],
                         capture_output=True, text=True, env=worker_env(), cwd=WORKER_DIR, check=False)
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["factor"] == 32
-    bad = subprocess.run([sys.executable, "-m", "mblast_worker.shrink", str(problem), "--elements", "1"],
+    bad = subprocess.run([sys.executable, "-m", "mblast_bundle", "shrink", str(problem), "--elements", "1"],
                          capture_output=True, text=True, env=worker_env(), cwd=WORKER_DIR, check=False)
     assert bad.returncode == 2 and "give a budget of at least" in bad.stderr
 

@@ -354,7 +354,7 @@ def test_candidate_and_eager_run_under_the_same_precision_unless_tf32_is_allowed
 
 
 def test_torch_cpu_baseline_is_the_faster_thread_count_and_restores_it() -> None:
-    from mblast_worker.bundle import _time_torch, _usable_cpus
+    from mblast_bundle.bundles import _time_torch, _usable_cpus
     before = torch.get_num_threads()
     timing, threads = _time_torch(torch.nn.Softmax(dim=1), [torch.randn(8, 64)], 5)
     assert threads in (before, _usable_cpus()) and timing["runs"] == 5 and timing["median_ms"] > 0

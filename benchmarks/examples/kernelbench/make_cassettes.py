@@ -20,9 +20,9 @@ from typing import Dict, List
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
-sys.path.insert(0, str(ROOT / "backends/cuda/worker"))
+sys.path.insert(0, str(ROOT / "worker"))
 
-from mblast_worker.shrink import shrink_file  # noqa: E402
+from mblast_bundle.shrink import shrink_file  # noqa: E402
 
 BUDGET = 65536
 STEMS = ["19_ReLU", "21_Sigmoid", "23_Softmax", "47_Sum_reduction_over_a_dimension",
@@ -41,7 +41,7 @@ def docstring_line(source: str) -> str:
 def size_changes(problem: Path) -> str:
     """What the shrinker changed, as its header comment in the shrunken source writes it."""
     header = shrink_file(str(problem), BUDGET).source.splitlines()[0]
-    return header.split("(mblast_worker.shrink): ", 1)[1]
+    return header.split("(mblast_bundle.shrink): ", 1)[1]
 
 
 def answer(text: str) -> Dict[str, object]:

@@ -1,4 +1,4 @@
-"""python3 -m mblast_cuda export CANDIDATE.py > OUT.py"""
+"""python3 -m mblast_export CANDIDATE.py > OUT.py"""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from .export import export_kernelbench
 
 
 def main(argv: Sequence[str]) -> int:
-    usage = "usage: python3 -m mblast_cuda export CANDIDATE.py > OUT.py\n"
-    if len(argv) == 2 and argv[0] == "export":
-        with open(argv[1], encoding="utf-8") as fh:
+    usage = "usage: python3 -m mblast_export CANDIDATE.py > OUT.py\n"
+    if len(argv) == 1:
+        with open(argv[0], encoding="utf-8") as fh:
             text = fh.read()
         try:
             sys.stdout.write(export_kernelbench(text))
         except (ValueError, SyntaxError) as exc:
-            sys.stderr.write(f"mblast_cuda export: {argv[1]}: {exc}\n")
+            sys.stderr.write(f"mblast_export: {argv[0]}: {exc}\n")
             return 1
         return 0
     sys.stderr.write(usage)

@@ -10,16 +10,12 @@ uses to pre-build candidates in parallel and this package calls as `mblast inter
 ($MBLAST_BINARY, else mblast on PATH); artifacts live in its cache, keyed by the SHA-256 of the
 compiled text, the nvcc flags and the architecture.
 
-``export_kernelbench`` rewrites a candidate into KernelBench's load_inline form. Command line:
-``python3 -m mblast_cuda export CANDIDATE.py > OUT.py``.
-
-The package's four parts: nvcc.py (the call to mblast's nvcc driver), declarations.py
-(the extern "C" parser and the C scalar table), marshal.py (ctypes calls and load()), export.py
-(the KernelBench export); __main__.py is the command line.
+The package's three parts: nvcc.py (the call to mblast's nvcc driver), declarations.py (the
+extern "C" parser and the C scalar table), marshal.py (ctypes calls and load()). It has no command
+line: candidates import it. Their export for KernelBench is mblast_export's job.
 """
 
 from .declarations import HostFunction, Param, parse_host_functions
-from .export import export_kernelbench
 from .marshal import Library, _loaded, load  # noqa: F401 - _loaded: the loaded libraries, tests clear it
 from .nvcc import Build, CudaBuildError, CudaToolkitError, build, find_mblast
 
@@ -31,7 +27,6 @@ __all__ = [
     "Library",
     "Param",
     "build",
-    "export_kernelbench",
     "find_mblast",
     "load",
     "parse_host_functions",

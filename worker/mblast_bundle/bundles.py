@@ -7,11 +7,11 @@ the PyTorch CPU time of the reference (the OpenCL baseline) and the work of one 
 (`work`: minimal bytes and FLOPs, which the native signatures set against the measured time)
 and, when the forward is one matrix product of the bundle's tensors, its shape (`gemm`, see
 mblast_worker.gemm; null with `gemm_reason` otherwise), for a tuned BLAS library's baseline.
-With --shrink N the bundles are made from the problem at reduced sizes (mblast_worker.shrink):
+With --shrink N the bundles are made from the problem at reduced sizes (mblast_bundle.shrink):
 the shrunken source is written beside them as problem.py and meta.json's "shrink" says what
 changed.
 
-    python3 -m mblast_worker.bundle PROBLEM.py OUT_DIR [--seeds 5] [--seed 1] [--runs 30] [--shrink N]
+    python3 -m mblast_bundle PROBLEM.py OUT_DIR [--seeds 5] [--seed 1] [--runs 30] [--shrink N]
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ from typing import Any, BinaryIO, Dict, List, Tuple
 
 import torch
 
-from .compare import eager_error, widen_floor
-from .costmodel import min_bytes
-from .flops import count_dispatch_flops
-from .errors import TaskError, WorkerError
-from .gemm import gemm_shape
-from .loader import call_input_fn, construct, describe, load_problem
-from .outputs import kind_error, output_list
-from .session import seed_everything
+from mblast_worker.compare import eager_error, widen_floor
+from mblast_worker.costmodel import min_bytes
+from mblast_worker.flops import count_dispatch_flops
+from mblast_worker.errors import TaskError, WorkerError
+from mblast_worker.gemm import gemm_shape
+from mblast_worker.loader import call_input_fn, construct, describe, load_problem
+from mblast_worker.outputs import kind_error, output_list
+from mblast_worker.session import seed_everything
 from .shrink import shrink_file
 
 MAGIC = b"MBTBNDL1"
@@ -203,7 +203,7 @@ def make_bundles(problem_path: str, out_dir: str, seeds: int, first_seed: int, r
 
 
 def main(argv: List[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m mblast_worker.bundle", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python3 -m mblast_bundle", description=__doc__.splitlines()[0])
     parser.add_argument("problem")
     parser.add_argument("out_dir")
     parser.add_argument("--seeds", type=int, default=5)
@@ -215,10 +215,7 @@ def main(argv: List[str]) -> int:
     try:
         make_bundles(args.problem, args.out_dir, args.seeds, args.seed, args.runs, args.shrink)
     except WorkerError as exc:
-        print(f"mblast_worker.bundle: {exc.message}", file=sys.stderr)
+        print(f"mblast_bundle: {exc.message}", file=sys.stderr)
         return 2
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -10,7 +10,7 @@ keeps their ratios and their factors of two. k is the smallest for which one for
 shrunken problem runs and its inputs, parameters and outputs hold at most the budget of elements
 together; trials go from the smallest sizes up, so no trial is far above the budget.
 
-    python3 -m mblast_worker.shrink PROBLEM.py --elements N [--out FILE] [--json]
+    python3 -m mblast_bundle shrink PROBLEM.py --elements N [--out FILE] [--json]
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from typing import Any, Dict, List, Optional, Set, Tuple, Union
 
 import torch
 
-from .errors import TaskError, WorkerError
-from .loader import call_input_fn, construct, describe, load_problem
-from .outputs import output_list
+from mblast_worker.errors import TaskError, WorkerError
+from mblast_worker.loader import call_input_fn, construct, describe, load_problem
+from mblast_worker.outputs import output_list
 
 KEEP_AT_MOST = 16
 INPUT_FUNCTIONS = ("get_inputs", "get_init_inputs")
@@ -203,7 +203,7 @@ def run_trial(source: str, k: int, budget: int, seed: int = 1) -> Trial:
 def _header(budget: int, k: int, sizes: List[Dict[str, Any]]) -> str:
     changes = ", ".join(f"{s['name']} {_literal(s['from'])} -> {_literal(s['to'])}" for s in sizes)
     return (f"# Shrunk by mblast to at most {budget} elements: sizes divided by {2**k} "
-            f"(mblast_worker.shrink): {changes}\n")
+            f"(mblast_bundle.shrink): {changes}\n")
 
 
 def shrink_source(source: str, budget: int, seed: int = 1) -> Shrink:
@@ -260,7 +260,7 @@ def shrink_file(path: str, budget: int, seed: int = 1) -> Shrink:
 
 
 def main(argv: List[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m mblast_worker.shrink", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python3 -m mblast_bundle shrink", description=__doc__.splitlines()[0])
     parser.add_argument("problem")
     parser.add_argument("--elements", type=int, required=True,
                         help="budget: one forward's inputs, parameters and outputs together")
@@ -271,7 +271,7 @@ def main(argv: List[str]) -> int:
     try:
         result = shrink_file(args.problem, args.elements)
     except WorkerError as exc:
-        print(f"mblast_worker.shrink: {exc.message}", file=sys.stderr)
+        print(f"mblast_bundle shrink: {exc.message}", file=sys.stderr)
         return 2
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
@@ -282,6 +282,3 @@ def main(argv: List[str]) -> int:
         print(json.dumps(result.report()))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -8,7 +8,7 @@ import keyword
 import re
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 
-from .declarations import HostFunction, _SCALARS, _is_stream, parse_host_functions
+from mblast_cuda.declarations import HostFunction, _SCALARS, _is_stream, parse_host_functions
 
 
 _EXPORT_HEADER = (
