@@ -102,6 +102,23 @@ TEST(WorkerTest, StartsNoWorkerAheadOnceToldNotTo) {
   EXPECT_EQ(starts(), 2);
 }
 
+// A call that finds its worker still starting raises how many are kept ahead, within the
+// growth limit; a pool without one never grows.
+TEST(WorkerTest, ACallThatWaitedForItsWorkerKeepsMoreStartedAhead) {
+  testing::TempDir scratch;
+  WorkerConfig config = fake_config(scratch.path());
+  config.env["FAKE_WORKER_START_DELAY"] = "1.5";
+  WorkerPool growing(config, 1);
+  growing.set_growth_limit(2);
+  WorkerPool fixed(config, 1);
+  ASSERT_TRUE(growing.call({{"op", "echo"}}, seconds(30)).completed);
+  ASSERT_TRUE(fixed.call({{"op", "echo"}}, seconds(30)).completed);
+  EXPECT_EQ(growing.prestarted(), 2u);
+  EXPECT_EQ(fixed.prestarted(), 1u);
+  ASSERT_TRUE(growing.call({{"op", "echo"}}, seconds(30)).completed);
+  EXPECT_EQ(growing.prestarted(), 2u);  // the limit
+}
+
 // The process state letter of /proc/PID/stat ('T' when stopped), or '?' once it is gone.
 char process_state(const std::string& pid) {
   std::ifstream in("/proc/" + pid + "/stat");

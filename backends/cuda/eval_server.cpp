@@ -288,6 +288,8 @@ int run_eval_server(const fs::path& socket, const fs::path& python, const std::s
   std::unique_ptr<WorkerPool> pool;
   const auto prestart = static_cast<std::size_t>(
       std::max(1L, std::strtol(env_or("MBLAST_EVAL_SERVER_PRESTART", "2").c_str(), nullptr, 10)));
+  const auto growth_limit = static_cast<std::size_t>(std::max(
+      1L, std::strtol(env_or("MBLAST_EVAL_SERVER_PRESTART_MAX", "4").c_str(), nullptr, 10)));
   int served = 0;
   const std::string served_binary = binary_stamp(id);
   auto last_request = Clock::now();
@@ -323,7 +325,12 @@ int run_eval_server(const fs::path& socket, const fs::path& python, const std::s
       for (const auto& c : request.at("candidates")) candidates.emplace_back(c.get<std::string>());
       // Two started ahead: a worker's start (PyTorch's import, CUDA) can take longer than a
       // whole evaluation, and a run of `mblast eval` commands should never wait for one.
-      if (!pool) pool = std::make_unique<WorkerPool>(eval_worker_config(options, python), prestart);
+      if (!pool) {
+        pool = std::make_unique<WorkerPool>(eval_worker_config(options, python), prestart);
+        // The steps of a run can come faster than workers start (10-16 s on the H200): five of
+        // 20 steps of call 41 waited 4.8-11 s for one. Bursts raise how many are kept ahead.
+        pool->set_growth_limit(std::max(prestart, growth_limit));
+      }
       auto results = evaluate_all(options, candidates, *pool, /*keep_prestarted=*/true);
       ++served;
       for (auto& r : results) r["eval_server"] = {{"pid", ::getpid()}, {"request", served}};

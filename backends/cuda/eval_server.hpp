@@ -1,12 +1,13 @@
 #pragma once
 // The eval server: `mblast eval` and `mblast optimize` on a GPU hand their candidates to a
 // long-lived mblast process of the same user that keeps Python workers started ahead (PyTorch
-// imported, CUDA initialised; two, MBLAST_EVAL_SERVER_PRESTART), so that a run of `mblast eval`
-// commands, or the runs of a batch, do not pay the worker's start-up (10-16 s on the H200) each
-// time. A request carries the run's --time-limit as a wall-clock deadline.
-// Evaluation is unchanged: the server calls evaluate_all() with its pool, one request at a time
-// (which also keeps two evaluations from timing on one GPU at once), and every candidate still
-// runs in a fresh, sandboxed worker process that serves only it.
+// imported, CUDA initialised; two, MBLAST_EVAL_SERVER_PRESTART, growing up to four,
+// MBLAST_EVAL_SERVER_PRESTART_MAX, when calls find theirs still starting), so that a run of `mblast
+// eval` commands, or the runs of a batch, do not pay the worker's start-up (10-16 s on the H200)
+// each time. A request carries the run's --time-limit as a wall-clock deadline. Evaluation is
+// unchanged: the server calls evaluate_all() with its pool, one request at a time (which also keeps
+// two evaluations from timing on one GPU at once), and every candidate still runs in a fresh,
+// sandboxed worker process that serves only it.
 //
 // A server serves one configuration (binary, Python, device, cache, sandbox and device
 // environment): it listens on a Unix socket in a private folder ($XDG_RUNTIME_DIR/mblast, else

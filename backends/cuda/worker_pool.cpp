@@ -30,7 +30,8 @@ using nlohmann::json;
 constexpr auto kExitGrace = std::chrono::seconds(5);  // for a worker that has answered to exit
 constexpr std::size_t kStderrTailBytes = 64 * 1024;
 constexpr std::size_t kExcerptBytes = 200;
-constexpr std::size_t kStarterThreads = 2;  // workers started at the same time, at most
+constexpr std::size_t kStarterThreads = 2;            // workers started at the same time, at most
+constexpr auto kSlowReady = std::chrono::seconds(1);  // a call that waited longer: start more
 
 // The file system read-only, devices (GPUs) usable, a private /dev/shm; the worker's own scratch
 // folder and the hidden folders are added per worker (bwrap_prefix).
@@ -340,6 +341,24 @@ void WorkerPool::set_prestarted(std::size_t prestarted) {
   want_more();
 }
 
+void WorkerPool::set_growth_limit(std::size_t most) {
+  const std::lock_guard lock(mutex_);
+  growth_limit_ = most;
+}
+
+std::size_t WorkerPool::prestarted() {
+  const std::lock_guard lock(mutex_);
+  return prestarted_;
+}
+
+void WorkerPool::grow() {
+  const std::lock_guard lock(mutex_);
+  if (prestarted_ >= growth_limit_) return;
+  ++prestarted_;
+  spdlog::debug("a call waited for its worker: {} now started ahead", prestarted_);
+  want_more();
+}
+
 std::unique_ptr<WorkerPool::Worker> WorkerPool::take() {
   std::unique_lock lock(mutex_);
   ++waiting_;
@@ -439,6 +458,7 @@ class PhaseClock {
 }  // namespace
 
 WorkerOutcome WorkerPool::call(const json& request, const CallLimits& limits) {
+  const auto taken = Clock::now();
   const std::unique_ptr<Worker> worker = take();
   Child& child = worker->child;
   WorkerOutcome outcome;
@@ -452,6 +472,7 @@ WorkerOutcome WorkerPool::call(const json& request, const CallLimits& limits) {
 
   const auto ready_deadline = worker->started + worker->paused_for + config_.start_timeout;
   const std::optional<std::string> ready_line = child.read_line(ready_deadline);
+  if (Clock::now() - taken > kSlowReady) grow();
   if (!ready_line) {
     const ProcessResult result = finish(ready_deadline);
     outcome.failure = result.timed_out

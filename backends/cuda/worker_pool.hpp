@@ -103,6 +103,10 @@ class WorkerPool {
   // Changes how many workers are kept started ahead; 0 before the last call, so that no worker
   // is started only to be killed unused.
   void set_prestarted(std::size_t prestarted);
+  // Lets the number started ahead grow by one, up to `most`, each time a call finds its worker
+  // still starting (a burst of calls outran the starts); 0, the default: it never grows.
+  void set_growth_limit(std::size_t most);
+  std::size_t prestarted();
 
   const std::string& sandbox() const { return sandbox_; }
   // True when candidate code sees a read-only file system (bwrap); false under `unshare -n` or
@@ -118,6 +122,7 @@ class WorkerPool {
 
   std::unique_ptr<Worker> take();
   void want_more();  // with mutex_ held
+  void grow();       // one more started ahead, within growth_limit_
   // A call's worker times its candidate between its "timing" and "timed" progress lines: the
   // workers starting meanwhile (importing PyTorch, creating a CUDA context) are paused, so that
   // they do not slow the host-bound forwards being timed. Counted, for concurrent calls.
@@ -127,7 +132,8 @@ class WorkerPool {
   std::unique_ptr<Worker> start_worker() const;
 
   const WorkerConfig config_;
-  std::size_t prestarted_;  // guarded by mutex_
+  std::size_t prestarted_;        // guarded by mutex_
+  std::size_t growth_limit_ = 0;  // guarded by mutex_
   std::string sandbox_;
   int cache_fd_ = -1;  // config_.problem_cache, open for the pool's lifetime
 
