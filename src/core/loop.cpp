@@ -500,11 +500,10 @@ Loop::Committed Loop::commit(const Choice& choice, const std::vector<Evaluation>
         verdict ? apply_critic(*verdict, kb_, committed.attempt_id, options_.judge.backend)
                 : rule_based_critic(critic_context(rollout_.back()), kb_, committed.attempt_id);
     if (auto run = kb_.run(run_id_)) {
-      const auto t = totals();
-      run->tokens_in = t.value("input_tokens", std::int64_t{0});
-      run->tokens_out = t.value("output_tokens", std::int64_t{0});
-      run->cost_usd =
-          t.value("cost_usd", nlohmann::json(0.0)).is_number() ? t["cost_usd"].get<double>() : 0.0;
+      const Usage u = usage();
+      run->tokens_in = u.input_tokens;
+      run->tokens_out = u.output_tokens;
+      run->cost_usd = u.cost_usd.value_or(0.0);
       if (scored.new_best) run->best_speedup = scored.speedup;
       kb_.update_run(*run);
     }
@@ -544,9 +543,9 @@ StepRecord Loop::step_record(StepRecord record, const std::vector<Evaluation>& e
   record.attempt_id = committed.attempt_id;
   record.claims = static_cast<int>(committed.critic.accepted.size());
   record.critic = llm_critic ? "llm" : "rule-based";
-  const auto t = totals();
-  record.tokens_total = t["tokens"].get<std::int64_t>();
-  if (t.value("cost_usd", nlohmann::json()).is_number()) record.cost_total_usd = t["cost_usd"];
+  const Usage u = usage();
+  record.tokens_total = u.tokens;
+  record.cost_total_usd = u.cost_usd;
   record.evaluations_total = static_cast<int>(evaluations_total());
   record.seconds = std::chrono::duration<double>(Clock::now() - started).count();
   record.run_seconds = run_seconds();
@@ -710,14 +709,18 @@ void Loop::accept(const Evaluation& evaluation, const Choice& choice, int global
 // ---- the end --------------------------------------------------------------------------------
 
 // LLM usage of the whole run: this process's ledger plus what the run spent before a resume.
-nlohmann::json Loop::totals() const {
-  nlohmann::json t = agents_.ledger ? agents_.ledger->to_json() : nlohmann::json::object();
-  const std::int64_t now =
-      t.value("input_tokens", std::int64_t{0}) + t.value("output_tokens", std::int64_t{0});
-  t["tokens"] = now + resumed_.tokens;
-  const auto cost = t.value("cost_usd", nlohmann::json(0.0));
-  t["cost_usd"] = cost.is_number() ? nlohmann::json(cost.get<double>() + resumed_.cost_usd) : cost;
-  return t;
+Loop::Usage Loop::usage() const {
+  LlmLedger::Totals now;
+  if (agents_.ledger) now = agents_.ledger->total();
+  Usage u;
+  u.input_tokens = now.input_tokens;
+  u.output_tokens = now.output_tokens;
+  u.tokens = now.input_tokens + now.output_tokens + resumed_.tokens;
+  if (now.cost_usd) u.cost_usd = *now.cost_usd + resumed_.cost_usd;
+  u.report = agents_.ledger ? agents_.ledger->to_json() : nlohmann::json::object();
+  u.report["tokens"] = u.tokens;
+  u.report["cost_usd"] = optional_json(u.cost_usd);
+  return u;
 }
 
 // torch.compile of the reference, the second baseline of reports, as the compile built-in's
@@ -757,7 +760,7 @@ void Loop::judge_compile_baseline() {
 RunSummary Loop::finish(const std::string& status, const std::string& reason) {
   if (status == "finished" || status == "exhausted") judge_compile_baseline();
   backend_.stop_prestarting();
-  const auto t = totals();
+  const Usage u = usage();
   RunSummary r;
   r.status = status;
   r.stop_reason = reason;
@@ -778,9 +781,9 @@ RunSummary Loop::finish(const std::string& status, const std::string& reason) {
   if (!baseline_.speedup_baseline.empty()) r.speedup_baseline = baseline_.speedup_baseline;
   r.baselines = BaselineFigure::list_from(baseline_.baselines);
   r.compile_ms = baseline_.compile_ms;
-  r.tokens = t["tokens"].get<std::int64_t>();
-  if (t["cost_usd"].is_number()) r.cost_usd = t["cost_usd"].get<double>();
-  r.llm_usage = t;
+  r.tokens = u.tokens;
+  r.cost_usd = u.cost_usd;
+  r.llm_usage = u.report;
   r.tolerance = baseline_.tolerance;
   r.seconds = run_seconds();
   for (const char* key : {"shrink", "missing_baselines"}) {

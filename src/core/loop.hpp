@@ -105,7 +105,14 @@ class Loop {
   void accept(const optimize_detail::Evaluation& evaluation, const Choice& choice, int global);
   RunSummary finish(const std::string& status, const std::string& reason);
   void record_best(RunSummary& summary) const;
-  nlohmann::json totals() const;
+  // The run's LLM usage: this process's ledger plus what the run spent before a resume.
+  struct Usage {
+    std::int64_t input_tokens = 0, output_tokens = 0;  // this process's
+    std::int64_t tokens = 0;                           // the run's, input and output
+    std::optional<double> cost_usd;                    // none: a call had no price
+    nlohmann::json report;                             // the ledger's report, run totals in it
+  };
+  Usage usage() const;
   double run_seconds() const;
   std::size_t evaluations_total() const {
     return resumed_.evaluations + static_cast<std::size_t>(judge_.evaluations_run());
