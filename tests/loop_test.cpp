@@ -148,6 +148,14 @@ class LoopTest : public ::testing::Test {
     return o;
   }
 
+  // The fake backend with CUDA's compile transform, the run restricted to one technique.
+  OptimizeOptions with_compile_transform(const std::string& technique, int steps) {
+    backend_.mutable_traits().compile_transform = "torch_compile";
+    auto o = options(steps);
+    o.techniques = {technique};
+    return o;
+  }
+
   RunDir& run_dir() {
     if (!run_) {
       run_ = std::make_unique<RunDir>(RunDir::create(dir_ / "run"));
@@ -193,11 +201,8 @@ TEST_F(LoopTest, TheReferenceIsTheBaselineJudgedOnceWithoutTorchCompile) {
 // reference gives it, or, where no such step ran, one more judging of the reference after the
 // last step; a run stopped by a budget goes without.
 TEST_F(LoopTest, TheCompileBaselineComesFromTheCompileStepOnTheReference) {
-  backend_.mutable_traits().compile_transform = "torch_compile";
   backend_.speedups = {{"torch_compile", 4.0}};
-  auto o = options(1);
-  o.techniques = {"cuda/builtin-torch-compile"};
-  const auto summary = run_builtins(o);
+  const auto summary = run_builtins(with_compile_transform("cuda/builtin-torch-compile", 1));
   EXPECT_EQ(backend_.compile_baselines, 0);
   EXPECT_EQ(summary["evaluations"], 2);
   EXPECT_DOUBLE_EQ(summary["compile_ms"].get<double>(), 0.25);
@@ -205,11 +210,8 @@ TEST_F(LoopTest, TheCompileBaselineComesFromTheCompileStepOnTheReference) {
 }
 
 TEST_F(LoopTest, WithoutACompileStepAFinishedRunJudgesItAfterTheLastStep) {
-  backend_.mutable_traits().compile_transform = "torch_compile";
   backend_.speedups = {{"cuda_graph", 1.5}};
-  auto o = options(1);
-  o.techniques = {"cuda/builtin-cuda-graph"};
-  const auto summary = run_builtins(o);
+  const auto summary = run_builtins(with_compile_transform("cuda/builtin-cuda-graph", 1));
   EXPECT_EQ(summary["status"], "finished");
   EXPECT_EQ(backend_.compile_baselines, 1);
   EXPECT_EQ(backend_.judged.back(), "# reference\n");
@@ -218,10 +220,8 @@ TEST_F(LoopTest, WithoutACompileStepAFinishedRunJudgesItAfterTheLastStep) {
 }
 
 TEST_F(LoopTest, ARunStoppedByABudgetSpendsNothingOnTheCompileBaseline) {
-  backend_.mutable_traits().compile_transform = "torch_compile";
   backend_.speedups = {{"cuda_graph", 1.5}};
-  auto o = options(3);
-  o.techniques = {"cuda/builtin-cuda-graph"};
+  auto o = with_compile_transform("cuda/builtin-cuda-graph", 3);
   o.max_evaluations = 2;
   const auto summary = run_builtins(o);
   EXPECT_EQ(summary["status"], "budget");

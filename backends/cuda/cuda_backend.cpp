@@ -44,7 +44,7 @@ class CudaBackend final : public Backend {
     // Through the eval server, whose workers outlive this run: the runs of a batch after the
     // first find one started. It rebuilds the candidate from the shared build cache (a hit); a
     // failed build needs no worker at all.
-    if (!artifact.error && options_.use_server && eval_server_wanted(options_)) {
+    if (!artifact.error && via_server()) {
       if (auto results = evaluate_via_server(options, {artifact.candidate}, python_)) {
         return EvalResult::from_json(results->front());
       }
@@ -55,7 +55,7 @@ class CudaBackend final : public Backend {
 
   std::vector<EvalResult> judge_all(const std::vector<fs::path>& candidates) override {
     std::optional<std::vector<nlohmann::json>> results;
-    if (options_.use_server && eval_server_wanted(options_)) {
+    if (via_server()) {
       results = evaluate_via_server(options_, candidates, python_);
     }
     if (!results) {
@@ -93,6 +93,8 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  bool via_server() const { return options_.use_server && eval_server_wanted(options_); }
+
   // Started on first use, so that `mblast eval` through the eval server starts none here.
   WorkerPool& workers() {
     if (!workers_) {

@@ -45,6 +45,12 @@ std::string env_or(const char* name, const char* fallback = "") {
   return value ? value : fallback;
 }
 
+// A count of workers from the environment: at least 1.
+std::size_t env_count(const char* name, const char* fallback) {
+  return static_cast<std::size_t>(
+      std::max(1L, std::strtol(env_or(name, fallback).c_str(), nullptr, 10)));
+}
+
 fs::path self_exe() { return fs::read_symlink("/proc/self/exe"); }
 
 // $XDG_RUNTIME_DIR/mblast, else /tmp/mblast-UID: created 0700, and used only if it is ours and
@@ -286,10 +292,8 @@ int run_eval_server(const fs::path& socket, const fs::path& python, const std::s
   spdlog::info("eval server {} listening on {} (idle limit {} s)", ::getpid(), socket.string(),
                idle_s);
   std::unique_ptr<WorkerPool> pool;
-  const auto prestart = static_cast<std::size_t>(
-      std::max(1L, std::strtol(env_or("MBLAST_EVAL_SERVER_PRESTART", "2").c_str(), nullptr, 10)));
-  const auto growth_limit = static_cast<std::size_t>(std::max(
-      1L, std::strtol(env_or("MBLAST_EVAL_SERVER_PRESTART_MAX", "4").c_str(), nullptr, 10)));
+  const std::size_t prestart = env_count("MBLAST_EVAL_SERVER_PRESTART", "2");
+  const std::size_t growth_limit = env_count("MBLAST_EVAL_SERVER_PRESTART_MAX", "4");
   int served = 0;
   const std::string served_binary = binary_stamp(id);
   auto last_request = Clock::now();

@@ -125,10 +125,6 @@ std::vector<nlohmann::json> speedups_over_other_baselines(const RunSummary& r) {
   return rows;
 }
 
-nlohmann::json path_or_null(const std::optional<std::filesystem::path>& path) {
-  return path ? nlohmann::json(path->string()) : nlohmann::json();
-}
-
 void print_summary(const RunSummary& r) {
   std::cout << "\nrun " << r.status << ": " << r.stop_reason << "\n";
   nlohmann::json rows = nlohmann::json::array();
@@ -162,8 +158,8 @@ void print_summary(const RunSummary& r) {
   }
   row("tokens / cost",
       std::to_string(r.tokens) + " / " + fixed(optional_json(r.cost_usd), "$%.4f", "unknown"));
-  row("best file", path_or_null(r.best_file));
-  row("KernelBench export", path_or_null(r.kernelbench_file));
+  row("best file", optional_json(r.best_file));
+  row("KernelBench export", optional_json(r.kernelbench_file));
   row("run dir", r.run_dir.string());
   std::cout << format_table(rows, {{"what", "", 24}, {"value", "", 120}});
 }

@@ -279,9 +279,7 @@ void Loop::record_run_in_kb() {
       {"device_name",
        baseline_.device_name.empty() ? nlohmann::json() : nlohmann::json(baseline_.device_name)},
       {"tolerance", tolerance_json(baseline_)}};
-  for (const char* key : {"shrink", "missing_baselines"}) {
-    if (baseline_.extra.contains(key)) config["baseline"][key] = baseline_.extra[key];
-  }
+  config["baseline"].update(baseline_extras());
   run_.write_config(config);
 }
 
@@ -706,6 +704,16 @@ void Loop::accept(const Evaluation& evaluation, const Choice& choice, int global
                    baseline_.speedup_baseline.empty() ? "eager" : baseline_.speedup_baseline));
 }
 
+// What a native judge adds to the baseline for the run's record: how the problem was shrunk,
+// which baselines it could not measure.
+nlohmann::json Loop::baseline_extras() const {
+  nlohmann::json extras = nlohmann::json::object();
+  for (const char* key : {"shrink", "missing_baselines"}) {
+    if (baseline_.extra.contains(key)) extras[key] = baseline_.extra[key];
+  }
+  return extras;
+}
+
 // ---- the end --------------------------------------------------------------------------------
 
 // LLM usage of the whole run: this process's ledger plus what the run spent before a resume.
@@ -732,8 +740,13 @@ void Loop::take_compile_baseline(const TechniqueRow& technique, bool on_referenc
   if (compile.empty() || baseline_.compile_ms || !on_reference || !result.correct ||
       technique.implementer != "builtin" || technique.builtin.value("transform", "") != compile)
     return;
-  if (result.cand_ms && result.ref_ms && *result.ref_ms > 0 && baseline_.ref_ms) {
-    baseline_.compile_ms = *baseline_.ref_ms * (*result.cand_ms / *result.ref_ms);
+  set_compile_baseline(result.cand_ms, result.ref_ms);
+}
+
+// compiled_ms against eager_ms, both of one interleaved evaluation, scaled to the run's eager time.
+void Loop::set_compile_baseline(std::optional<double> compiled_ms, std::optional<double> eager_ms) {
+  if (compiled_ms && eager_ms && *eager_ms > 0 && baseline_.ref_ms) {
+    baseline_.compile_ms = *baseline_.ref_ms * (*compiled_ms / *eager_ms);
   }
 }
 
@@ -749,10 +762,7 @@ void Loop::judge_compile_baseline() {
     const auto reference = backend_.builtin("reference", options_.problem, true);
     const Evaluation judged =
         write_and_judge("compile_baseline", reference.source.value_or(""), 0, true);
-    const auto& r = judged.result;
-    if (r.compile_ms && r.ref_ms && *r.ref_ms > 0) {
-      baseline_.compile_ms = *baseline_.ref_ms * (*r.compile_ms / *r.ref_ms);
-    }
+    set_compile_baseline(judged.result.compile_ms, judged.result.ref_ms);
   } catch (const TimeLimitReached&) {
   }
 }
@@ -786,18 +796,17 @@ RunSummary Loop::finish(const std::string& status, const std::string& reason) {
   r.llm_usage = u.report;
   r.tolerance = baseline_.tolerance;
   r.seconds = run_seconds();
-  for (const char* key : {"shrink", "missing_baselines"}) {
-    if (baseline_.extra.contains(key)) r.baseline_extra[key] = baseline_.extra[key];
-  }
+  r.baseline_extra = baseline_extras();
   if (best_) record_best(r);
-  run_.write_json("run.json", r.to_json());
+  const nlohmann::json result = r.to_json();
+  run_.write_json("run.json", result);
   if (auto row = kb_.run(run_id_)) {
     row->status = status;
     row->finished_at = utc_now();
     if (best_) row->best_speedup = best_->speedup;
     kb_.update_run(*row);
   }
-  progress_({"end", r.to_json(), std::nullopt, r});
+  progress_({"end", result, std::nullopt, r});
   return r;
 }
 

@@ -70,7 +70,9 @@ class Loop {
   void record_run_in_kb();
   void take_compile_baseline(const TechniqueRow& technique, bool on_reference,
                              const EvalResult& result);
+  void set_compile_baseline(std::optional<double> compiled_ms, std::optional<double> eager_ms);
   void judge_compile_baseline();
+  nlohmann::json baseline_extras() const;
   void restore(const std::vector<StepRecord>& steps);
   std::optional<std::string> budget_spent() const;
 

@@ -1,19 +1,8 @@
 #include "mblast/run_summary.hpp"
 
+#include "mblast/json_fields.hpp"
+
 namespace mblast {
-
-namespace {
-
-template <typename T>
-nlohmann::json or_null(const std::optional<T>& value) {
-  return value ? nlohmann::json(*value) : nlohmann::json();
-}
-
-nlohmann::json path_or_null(const std::optional<std::filesystem::path>& path) {
-  return path ? nlohmann::json(path->string()) : nlohmann::json();
-}
-
-}  // namespace
 
 std::vector<BaselineFigure> BaselineFigure::list_from(const nlohmann::json& array) {
   std::vector<BaselineFigure> figures;
@@ -55,21 +44,21 @@ nlohmann::json RunSummary::to_json() const {
                       {"evaluations", evaluations},
                       {"correct_candidates", correct_candidates},
                       {"correct", correct()},
-                      {"best_speedup", or_null(best_speedup)},
+                      {"best_speedup", optional_json(best_speedup)},
                       {"best_technique", correct() ? nlohmann::json(best_technique) : nullptr},
                       {"best_is_reference", best_is_reference()},
-                      {"best_file", path_or_null(best_file)},
-                      {"kernelbench_file", path_or_null(kernelbench_file)},
-                      {"baseline_ms", or_null(baseline_ms)},
-                      {"baseline_cost", or_null(baseline_cost)},
+                      {"best_file", optional_json(best_file)},
+                      {"kernelbench_file", optional_json(kernelbench_file)},
+                      {"baseline_ms", optional_json(baseline_ms)},
+                      {"baseline_cost", optional_json(baseline_cost)},
                       {"speedup_baseline", speedup_baseline},
                       {"baselines", figures},
-                      {"best_ms", or_null(best_ms)},
-                      {"best_eager_ms", or_null(best_eager_ms)},
-                      {"compile_ms", or_null(compile_ms)},
-                      {"speedup_vs_compile", or_null(speedup_vs_compile)},
+                      {"best_ms", optional_json(best_ms)},
+                      {"best_eager_ms", optional_json(best_eager_ms)},
+                      {"compile_ms", optional_json(compile_ms)},
+                      {"speedup_vs_compile", optional_json(speedup_vs_compile)},
                       {"tokens", tokens},
-                      {"cost_usd", or_null(cost_usd)},
+                      {"cost_usd", optional_json(cost_usd)},
                       {"llm_usage", llm_usage},
                       {"tolerance", tolerance ? tolerance->to_json() : nlohmann::json()},
                       {"seconds", seconds}};
