@@ -134,6 +134,12 @@ TEST_F(OptimizeCli, ReplayDrivesActorCompileErrorFixCriticIntoTheKb) {
   EXPECT_TRUE(fs::is_regular_file(out / "log.txt"));
 }
 
+double number_after(const std::string& text, const std::string& label) {
+  const auto at = text.find(label);
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(text.find_first_of("0123456789", at + label.size())));
+}
+
 TEST_F(OptimizeCli, WithoutAnLlmItSaysSoAndTriesBuiltInsOnly) {
   const fs::path out = dir_ / "run";
   auto verbose =
@@ -142,6 +148,14 @@ TEST_F(OptimizeCli, WithoutAnLlmItSaysSoAndTriesBuiltInsOnly) {
   const auto result = run_mblast(verbose, env());
   ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
   EXPECT_NE(result.err.find("built-in techniques only"), std::string::npos) << result.err;
+  // The start and the reference's evaluation, as the progress lines print them.
+  EXPECT_NE(result.err.find("\n  run dir " + fs::absolute(out).string()), std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("\n  llm     none"), std::string::npos) << result.err;
+  const auto baseline = result.err.find("\n  baseline eager ");
+  ASSERT_NE(baseline, std::string::npos) << result.err;
+  EXPECT_GT(number_after(result.err.substr(baseline), "eager"), 0.0) << result.err;
+  EXPECT_NE(result.err.find("; slots: model", baseline), std::string::npos) << result.err;
   // -v: the selectors' view of each step (slot, state with evidence, the arms' scores).
   EXPECT_NE(result.err.find("[debug] step 1: slot model, state "), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("[debug] step 1:   arm "), std::string::npos) << result.err;
@@ -159,12 +173,6 @@ TEST_F(OptimizeCli, WithoutAnLlmItSaysSoAndTriesBuiltInsOnly) {
   EXPECT_EQ(config["options"]["device"], "cpu");
   EXPECT_FALSE(config.value("hardware", "").empty());
   EXPECT_FALSE(config["baseline"]["torch_version"].is_null());
-}
-
-double number_after(const std::string& text, const std::string& label) {
-  const auto at = text.find(label);
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(text.find_first_of("0123456789", at + label.size())));
 }
 
 TEST_F(OptimizeCli, EveryFigureOfTheBestAgreesWhereverItIsShown) {

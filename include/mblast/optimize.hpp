@@ -17,6 +17,7 @@
 
 #include "mblast/backend.hpp"
 #include "mblast/judge_options.hpp"
+#include "mblast/run_events.hpp"
 #include "mblast/run_summary.hpp"
 #include "mblast/step_record.hpp"
 
@@ -46,12 +47,16 @@ struct OptimizeOptions {
   bool eval_server = true;
 };
 
-// What the loop reports while it runs, for the progress line and logs.
+// What the loop reports while it runs, for the progress line and logs. `data` is the event as the
+// run's log.txt records it; readers take the typed field of the event's kind.
 struct ProgressEvent {
-  std::string kind;                   // "start", "baseline", "step_start", "step", "note", "end"
-  nlohmann::json data;                // as the run's log.txt records it
-  std::optional<StepRecord> step;     // "step_start" (the choice) and "step" (the whole record)
-  std::optional<RunSummary> summary;  // "end"
+  std::string kind;  // "start", "baseline", "step_start", "step", "note", "end"
+  nlohmann::json data;
+  std::optional<RunStart> start;        // "start"
+  std::optional<RunBaseline> baseline;  // "baseline"
+  std::optional<StepRecord> step;       // "step_start" (the choice) and "step" (the whole record)
+  std::optional<RunSummary> summary;    // "end"
+  std::string text;                     // "note"
 };
 using ProgressFn = std::function<void(const ProgressEvent&)>;
 

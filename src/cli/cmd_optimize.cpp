@@ -42,29 +42,34 @@ std::string fixed(const nlohmann::json& value, const char* format, const char* n
   return buffer;
 }
 
+// "eager 0.1234 ms on <hardware>; slots: ..." or the native backend's fixed baselines.
+std::string baseline_text(const RunBaseline& b) {
+  std::string figures;
+  for (const auto& f : b.baselines) {
+    figures += (figures.empty() ? "" : ", ") + f.name + " " +
+               fixed(f.value, f.unit == "ms" ? "%.4f ms" : "%.0f cost");
+  }
+  std::string slots;
+  for (const auto& slot : b.slots) slots += (slots.empty() ? "" : ", ") + slot;
+  return (figures.empty() ? "eager " + fixed(optional_json(b.ref_ms), "%.4f ms") : figures) +
+         " on " + b.hardware + "; slots: " + slots;
+}
+
 // Progress on stderr: one rewritten line on a terminal, one line per step otherwise.
 class Progress {
  public:
   explicit Progress(bool quiet) : quiet_(quiet), tty_(::isatty(STDERR_FILENO) != 0) {}
 
   void operator()(const ProgressEvent& event) {
-    const auto& d = event.data;
-    if (event.kind == "start") {
-      const std::string device = d.value("device", "");
-      line("mblast optimize " + d.value("task", "") + " on " + d.value("backend", "") +
-           (device.empty() ? "" : " (" + device + ")") + "\n  run dir " + d.value("run_dir", "") +
-           "\n  kb      " + d.value("kb", "") + "\n  llm     " + d.value("llm", ""));
-    } else if (event.kind == "baseline") {
-      std::string baselines;
-      for (const auto& b : d.value("baselines", nlohmann::json::array())) {
-        baselines += (baselines.empty() ? "" : ", ") + b.value("name", "") + " " +
-                     fixed(b["value"], b.value("unit", "") == "ms" ? "%.4f ms" : "%.0f cost");
-      }
-      line("  baseline " +
-           (baselines.empty() ? "eager " + fixed(d["ref_ms"], "%.4f ms") : baselines) + " on " +
-           d.value("hardware", "") + "; slots: " + d.value("slots", ""));
+    if (event.start) {
+      const RunStart& s = *event.start;
+      line("mblast optimize " + s.task + " on " + s.backend +
+           (s.device.empty() ? "" : " (" + s.device + ")") + "\n  run dir " + s.run_dir +
+           "\n  kb      " + s.kb + "\n  llm     " + s.llm);
+    } else if (event.baseline) {
+      line("  baseline " + baseline_text(*event.baseline));
     } else if (event.kind == "note") {
-      line("  " + d.value("text", ""));
+      line("  " + event.text);
     } else if (event.kind == "step_start" && event.step) {
       status(head(*event.step) + " ...");
     } else if (event.kind == "step" && event.step) {

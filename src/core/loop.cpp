@@ -140,15 +140,15 @@ RunSummary Loop::run() {
   task_ = task_name(options_.problem);
   states_ = kb_.states();
   check_techniques();
-  progress_({"start",
-             {{"task", task_},
-              {"run_dir", run_.path().string()},
-              {"kb", kb_.path().string()},
-              {"backend", options_.judge.backend},
-              {"device", options_.judge.device},
-              {"llm", agents_.description},
-              {"builtin_only", !agents_.available()},
-              {"resumed_steps", resumed_.steps.size()}}});
+  const RunStart start{task_,
+                       run_.path().string(),
+                       kb_.path().string(),
+                       options_.judge.backend,
+                       options_.judge.device,
+                       agents_.description,
+                       !agents_.available(),
+                       resumed_.steps.size()};
+  progress_({.kind = "start", .data = start.to_json(), .start = start});
   if (!agents_.available()) {
     note(
         "no LLM configured (set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --llm): this run "
@@ -244,14 +244,13 @@ void Loop::baseline() {
     if (op.value("share", 0.0) >= 0.1) heavy_ops_.push_back(op.value("name", ""));
   }
   problem_ops_ = signature_op_names(current_.signature);
-  std::string slot_list;
-  for (const auto& slot : slots_) slot_list += (slot_list.empty() ? "" : ", ") + slot.id;
-  progress_({"baseline",
-             {{"ref_ms", optional_json(baseline_.ref_ms)},
-              {"ref_cost", optional_json(baseline_.ref_cost)},
-              {"baselines", baseline_.baselines},
-              {"hardware", hardware_},
-              {"slots", slot_list}}});
+  RunBaseline reported{baseline_.ref_ms,
+                       baseline_.ref_cost,
+                       BaselineFigure::list_from(baseline_.baselines),
+                       hardware_,
+                       {}};
+  for (const auto& slot : slots_) reported.slots.push_back(slot.id);
+  progress_({.kind = "baseline", .data = reported.to_json(), .baseline = reported});
   record_run_in_kb();
 }
 
@@ -354,7 +353,7 @@ std::optional<StepRecord> Loop::step(int iteration, int step_in_iteration, int g
   }
   StepRecord record = step_record_base(iteration, step_in_iteration, global, slots_[choice->slot],
                                        choice->state, choice->technique);
-  progress_({"step_start", record.step_start_json(), record});
+  progress_({.kind = "step_start", .data = record.step_start_json(), .step = record});
   record.base = choice->base.file.filename().string();
   record.base_depth = choice->base.depth;
   const std::vector<Evaluation> evaluations = produce(*choice, global);
@@ -372,7 +371,7 @@ std::optional<StepRecord> Loop::step(int iteration, int step_in_iteration, int g
       step_record(std::move(record), evaluations, scored, committed, verdict.has_value(), started);
   const nlohmann::json line = record.to_json();
   run_.append_step(line);
-  progress_({"step", line, record});
+  progress_({.kind = "step", .data = line, .step = record});
   return record;
 }
 
@@ -806,7 +805,7 @@ RunSummary Loop::finish(const std::string& status, const std::string& reason) {
     if (best_) row->best_speedup = best_->speedup;
     kb_.update_run(*row);
   }
-  progress_({"end", result, std::nullopt, r});
+  progress_({.kind = "end", .data = result, .summary = r});
   return r;
 }
 

@@ -64,7 +64,11 @@ class Loop {
     CriticOutcome critic;
   };
 
-  void note(const std::string& text) { progress_({"note", {{"text", text}}}); }
+  void note(const std::string& text) {
+    ProgressEvent event{.kind = "note", .data = {{"text", text}}};
+    event.text = text;
+    progress_(event);
+  }
   void check_techniques() const;
   void baseline();
   void record_run_in_kb();
