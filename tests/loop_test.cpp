@@ -321,6 +321,13 @@ TEST_F(LoopTest, TheEvaluationBudgetEndsTheRunBeforeAnotherStep) {
   EXPECT_EQ(summary["status"], "budget");
   EXPECT_EQ(summary["evaluations"], 2);
   EXPECT_EQ(backend_.evaluations, 2);
+  // The KB's row of the run records the budgets it was given.
+  KnowledgeBase kb(dir_ / "kb.sqlite");
+  const auto row = kb.run(summary["run_id"].get<std::string>());
+  ASSERT_TRUE(row.has_value());
+  EXPECT_EQ(row->budgets["max_evaluations"], 2) << row->budgets.dump();
+  EXPECT_EQ(row->budgets["steps"], 5) << row->budgets.dump();
+  EXPECT_TRUE(row->budgets["max_tokens"].is_null()) << row->budgets.dump();
 }
 
 TEST_F(LoopTest, TheTimeLimitStopsTheStepInFlightAndRecordsNoAttempt) {

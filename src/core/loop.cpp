@@ -262,13 +262,12 @@ void Loop::record_run_in_kb() {
   row.backend = options_.judge.backend;
   row.hardware = hardware_;
   row.config = options_to_json(options_);
-  const auto& recorded = config["options"];
   row.budgets = {{"iterations", options_.iterations},
                  {"steps", options_.steps},
-                 {"max_evaluations", recorded.value("max_evaluations", nlohmann::json())},
-                 {"time_limit_minutes", recorded.value("time_limit_minutes", nlohmann::json())},
-                 {"max_tokens", recorded.value("max_tokens", nlohmann::json())},
-                 {"max_cost_usd", recorded.value("max_cost_usd", nlohmann::json())}};
+                 {"max_evaluations", optional_json(options_.max_evaluations)},
+                 {"time_limit_minutes", optional_json(options_.time_limit_minutes)},
+                 {"max_tokens", optional_json(options_.max_tokens)},
+                 {"max_cost_usd", optional_json(options_.max_cost_usd)}};
   config["run_id"] = kb_.add_run(row);
   config["hardware"] = hardware_;
   config["baseline"] = {
