@@ -119,6 +119,19 @@ TEST(WorkerTest, ACallThatWaitedForItsWorkerKeepsMoreStartedAhead) {
   EXPECT_EQ(growing.prestarted(), 2u);  // the limit
 }
 
+TEST(WorkerTest, AWorkerThatNeverBecameReadyKeepsNoMoreStartedAhead) {
+  testing::TempDir scratch;
+  WorkerConfig config = fake_config(scratch.path());
+  config.env["FAKE_WORKER_START_DELAY"] = "1.5";
+  config.env["FAKE_WORKER_START_FAILS"] = "1";
+  WorkerPool pool(config, 1);
+  pool.set_growth_limit(3);
+  const WorkerOutcome outcome = pool.call({{"op", "echo"}}, seconds(30));
+  EXPECT_FALSE(outcome.completed);
+  EXPECT_NE(outcome.failure.find("exit"), std::string::npos) << outcome.failure;
+  EXPECT_EQ(pool.prestarted(), 1u);
+}
+
 // The process state letter of /proc/PID/stat ('T' when stopped), or '?' once it is gone.
 char process_state(const std::string& pid) {
   std::ifstream in("/proc/" + pid + "/stat");

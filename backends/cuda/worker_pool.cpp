@@ -472,7 +472,6 @@ WorkerOutcome WorkerPool::call(const json& request, const CallLimits& limits) {
 
   const auto ready_deadline = worker->started + worker->paused_for + config_.start_timeout;
   const std::optional<std::string> ready_line = child.read_line(ready_deadline);
-  if (Clock::now() - taken > kSlowReady) grow();
   if (!ready_line) {
     const ProcessResult result = finish(ready_deadline);
     outcome.failure = result.timed_out
@@ -480,6 +479,8 @@ WorkerOutcome WorkerPool::call(const json& request, const CallLimits& limits) {
                           : ended_early(result, true);
     return outcome;
   }
+  // A worker that never became ready says nothing about how fast workers start.
+  if (Clock::now() - taken > kSlowReady) grow();
   std::string why;
   std::optional<json> ready = parse_object(*ready_line, why);
   if (ready) outcome.ready = std::move(*ready);
