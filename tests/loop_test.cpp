@@ -59,6 +59,10 @@ class FakeBackend : public Backend {
     }
     EvalResult r;
     r.ref_ms = 1.0;
+    if (!eager_ms.empty()) {
+      r.ref_ms = eager_ms.front();
+      eager_ms.pop_front();
+    }
     r.device_name = "fake GPU";
     r.torch_version = "2.11.0";
     r.signature = {{"total_ms", 1.0}, {"kernel_count", 3}};
@@ -98,6 +102,7 @@ class FakeBackend : public Backend {
   std::vector<BuiltinCall> builtin_calls;  // the transforms asked for, and what they applied to
   std::map<std::string, double> speedups;  // built-in transform -> the speedup it reaches
   std::optional<double> llm_speedup;
+  std::deque<double> eager_ms;  // eager's time in each evaluation, in turn (then 1 ms)
   bool stop_in_flight = false;
   int evaluations = 0;
   int compile_baselines = 0;
@@ -358,6 +363,30 @@ TEST_F(LoopTest, AResumedRunJudgesNothingTwice) {
   EXPECT_EQ(backend_.evaluations - first_run, 1);  // only the third step's candidate
   EXPECT_EQ(summary["evaluations"], 4);
   EXPECT_EQ(attempts().size(), 3u);
+}
+
+// Each evaluation times eager in its own process: every step records the eager time its speedup
+// is over, and the summary the range of them, a resumed run's earlier steps included.
+TEST_F(LoopTest, EachStepRecordsItsEagerTimeAndTheSummaryTheirRange) {
+  backend_.speedups = {{"cuda_graph", 1.5},
+                       {"torch_compile", 1.2},
+                       {"channels_last", 1.1},
+                       {"cudnn_benchmark", 1.05},
+                       {"torch_compile_max_autotune", 1.3},
+                       {"torch_compile_cudagraphs", 1.4},
+                       {"torch_compile_max_autotune_cd", 1.3}};
+  backend_.eager_ms = {1.0, 2.0, 1.5};
+  const auto first = run_builtins(options(2));
+  const auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0]["eager_ms"], 2.0);
+  EXPECT_EQ(steps[1]["eager_ms"], 1.5);
+  EXPECT_EQ(first["eager_range"],
+            (nlohmann::json{{"min_ms", 1.0}, {"max_ms", 2.0}, {"evaluations", 3}}));
+  backend_.eager_ms = {0.8};
+  const auto resumed = run_builtins(options(3));
+  EXPECT_EQ(resumed["eager_range"],
+            (nlohmann::json{{"min_ms", 0.8}, {"max_ms", 2.0}, {"evaluations", 4}}));
 }
 
 TEST_F(LoopTest, StepsExploreADifferentTechniqueEachTime) {

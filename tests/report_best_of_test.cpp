@@ -181,5 +181,45 @@ TEST(ReportBestOf, MarkdownJsonAndHtmlShowTheBestOf) {
   EXPECT_NE(html.find("<th class=\"n\">best-of</th>"), std::string::npos);
 }
 
+// A run whose eager times lay far apart is named under the problems table and carries its range
+// in the JSON; one within the margin, or without a range (older runs), is not.
+TEST(ReportEagerRange, ProblemsWhoseEagerVariedAreNamedWithTheirRange) {
+  const BestOfBatch f;
+  // The batch's results.jsonl holds each run's summary, run.json's form, a line each.
+  const auto with_range = [&](double min_ms, double max_ms) {
+    const fs::path file = f.batch / "results.jsonl";
+    std::ifstream in(file);
+    std::string lines, text;
+    while (std::getline(in, text)) {
+      auto j = nlohmann::json::parse(text, nullptr, false);  // the fixture holds a broken line
+      if (j.is_object() && j["problem"] == "1_Square") {
+        j["eager_range"] = {{"min_ms", min_ms}, {"max_ms", max_ms}, {"evaluations", 4}};
+        text = j.dump();
+      }
+      lines += text + "\n";
+    }
+    in.close();
+    std::ofstream(file) << lines;
+  };
+  const std::string line = "Eager's time differed by more than 20 % between the evaluations of ";
+  with_range(1.96, 4.61);
+  const auto markdown = run_mblast({"report", f.batch.string()});
+  ASSERT_EQ(markdown.exit_code, 0) << markdown.err;
+  EXPECT_NE(markdown.out.find(line + "1 problem (each speedup is over the eager timed in its own "
+                                     "evaluation): 1_Square 1.96-4.61 ms over 4."),
+            std::string::npos)
+      << markdown.out;
+  const auto json = run_mblast({"report", f.batch.string(), "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto rows = nlohmann::json::parse(json.out)["rows"];
+  EXPECT_EQ(rows[0]["eager_range"]["max_ms"], 4.61);
+  EXPECT_TRUE(rows[5]["eager_range"].is_null());
+
+  with_range(1.0, 1.1);
+  const auto narrow = run_mblast({"report", f.batch.string()});
+  ASSERT_EQ(narrow.exit_code, 0) << narrow.err;
+  EXPECT_EQ(narrow.out.find(line), std::string::npos) << narrow.out;
+}
+
 }  // namespace
 }  // namespace mblast

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mblast/run_summary.hpp"
+
 namespace mblast::report {
 
 // One problem: a finished run, an unfinished one, or one listed in batch.json that never ran.
@@ -53,6 +55,7 @@ struct ProblemRow {
   std::optional<double> best_of;
   std::vector<std::string> best_of_measured;  // the controls with a line, sorted
   std::optional<double> speedup_vs_best_of;   // speedup / best_of, for a correct row
+  std::optional<EagerRange> eager_range;      // eager's times over the run's evaluations
 };
 
 struct Report {

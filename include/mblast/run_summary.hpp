@@ -26,6 +26,22 @@ struct BaselineFigure {
   nlohmann::json to_json() const;
 };
 
+// Eager's times over the evaluations of one run: each evaluation times eager in its own process,
+// and a host-bound model's eager can differ between processes by 2x (benchmarks/h200/README.md,
+// call 44), which each speedup, taken against the eager of its own evaluation, carries.
+struct EagerRange {
+  double min_ms = 0;
+  double max_ms = 0;
+  int evaluations = 0;
+
+  // Over the given times; none when fewer than two.
+  static std::optional<EagerRange> over(const std::vector<double>& times_ms);
+  // run.json's form; none unless it holds two positive times.
+  static std::optional<EagerRange> from_json(const nlohmann::json& object);
+  nlohmann::json to_json() const;
+  double ratio() const { return max_ms / min_ms; }
+};
+
 struct RunSummary {
   std::string status;  // "finished", "exhausted", "budget", "interrupted", "llm_error"
   std::string stop_reason;
@@ -42,6 +58,7 @@ struct RunSummary {
   std::vector<BaselineFigure> baselines;
   std::optional<double> best_ms;
   std::optional<double> best_eager_ms;  // eager timed beside the best, over which it is reckoned
+  std::optional<EagerRange> eager_range;
   std::optional<double> compile_ms, speedup_vs_compile;
   std::int64_t tokens = 0;
   std::optional<double> cost_usd;                       // none: a price is unknown

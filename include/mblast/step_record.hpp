@@ -40,6 +40,9 @@ struct StepRecord {
   Outcome outcome = Outcome::skipped;
   std::optional<std::string> error;  // its first line
   std::optional<double> speedup;
+  // Eager's time in the final candidate's evaluation (the speedup is over it): host-bound models'
+  // eager differs between processes, so it is kept per step (RunSummary::eager_range).
+  std::optional<double> eager_ms;
   double reward = 0;
   bool improved = false;            // the current implementation moved to the candidate
   bool new_best_candidate = false;  // the run's best moved to it

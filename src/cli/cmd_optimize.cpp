@@ -42,6 +42,9 @@ std::string fixed(const nlohmann::json& value, const char* format, const char* n
   return buffer;
 }
 
+// Eager times of one run further apart than this are shown with the summary.
+constexpr double kEagerSpread = 1.1;
+
 // "eager 0.1234 ms on <hardware>; slots: ..." or the native backend's fixed baselines.
 std::string baseline_text(const RunBaseline& b) {
   std::string figures;
@@ -147,6 +150,13 @@ void print_summary(const RunSummary& r) {
     const auto eager = r.best_eager_ms ? r.best_eager_ms : r.baseline_ms;
     row("eager time", fixed(optional_json(eager), "%.4f ms (beside the best)"));
     row("best time", fixed(optional_json(r.best_ms), "%.4f ms"));
+    if (r.eager_range && r.eager_range->max_ms > kEagerSpread * r.eager_range->min_ms) {
+      // Each speedup is over eager timed in its own evaluation: say when those differed.
+      const EagerRange& e = *r.eager_range;
+      row("eager range", fixed(e.min_ms, "%.4f") + " - " + fixed(e.max_ms, "%.4f ms") + " over " +
+                             std::to_string(e.evaluations) +
+                             " evaluations: a speedup carries the eager time of its own");
+    }
   }
   // Headline first, each with what it is (the thread count, the library and its version).
   for (const auto& b : r.baselines) {

@@ -297,6 +297,10 @@ void Loop::restore(const std::vector<StepRecord>& steps) {
     const fs::path file = run_.path() / "candidates" / record.candidate;
     std::optional<EvalResult> stored;
     if (auto json = run_.stored_result(file)) stored = EvalResult::from_json(*json);
+    if (const auto eager = record.eager_ms ? record.eager_ms
+                           : stored        ? stored->ref_ms
+                                           : std::nullopt)
+      step_eager_ms_.push_back(*eager);
     if (const auto row = kb_.technique(technique); row && stored) {
       take_compile_baseline(*row, base.is_reference(), *stored);
     }
@@ -532,6 +536,8 @@ StepRecord Loop::step_record(StepRecord record, const std::vector<Evaluation>& e
   record.outcome = final.outcome;
   if (!error.empty()) record.error = agents::first_line(error, 300);
   record.speedup = scored.speedup;
+  record.eager_ms = final.result.ref_ms;
+  if (record.eager_ms) step_eager_ms_.push_back(*record.eager_ms);
   record.reward = scored.reward;
   record.improved = scored.improved;
   record.new_best_candidate = scored.new_best;
@@ -789,6 +795,9 @@ RunSummary Loop::finish(const std::string& status, const std::string& reason) {
   if (!baseline_.speedup_baseline.empty()) r.speedup_baseline = baseline_.speedup_baseline;
   r.baselines = BaselineFigure::list_from(baseline_.baselines);
   r.compile_ms = baseline_.compile_ms;
+  std::vector<double> eager_ms = step_eager_ms_;
+  if (baseline_.ref_ms) eager_ms.push_back(*baseline_.ref_ms);
+  r.eager_range = EagerRange::over(eager_ms);
   r.tokens = u.tokens;
   r.cost_usd = u.cost_usd;
   r.llm_usage = u.report;

@@ -144,6 +144,7 @@ class Loop {
   std::vector<std::string> problem_ops_;  // the baseline profile's op names
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   int steps_done_ = 0;
+  std::vector<double> step_eager_ms_;  // eager's time in each step's final evaluation
   int correct_candidates_ = 0;
 };
 

@@ -43,6 +43,7 @@ nlohmann::json row_json(const ProblemRow& row) {
           {"best_of", optional_json(row.best_of)},
           {"best_of_measured", row.best_of_measured},
           {"speedup_vs_best_of", optional_json(row.speedup_vs_best_of)},
+          {"eager_range", row.eager_range ? row.eager_range->to_json() : nlohmann::json()},
           {"evaluations", row.evaluations},
           {"tokens", row.tokens},
           {"cost_usd", optional_json(row.cost_usd)},

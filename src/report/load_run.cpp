@@ -90,6 +90,8 @@ LoadedRun row_from_run(const nlohmann::json& run, const fs::path& run_dir,
   row.run_id = string_or(run, "run_id");
   row.kb = string_or(run, "kb");
   row.tolerance = run.value("tolerance", nlohmann::json());
+  if (const auto range = run.find("eager_range"); range != run.end())
+    row.eager_range = EagerRange::from_json(*range);
   row.run_dir = run_dir.empty() ? string_or(run, "run_dir") : run_dir.string();
   if (!run_dir.empty()) row.trajectory = read_trajectory(run_dir, warnings);
   if (!run_dir.empty()) row.states = read_states(run_dir, warnings);

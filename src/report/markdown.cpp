@@ -11,6 +11,9 @@ namespace mblast::report {
 namespace {
 
 constexpr std::size_t kTechniqueLines = 10;
+// Problems whose eager times, over the evaluations of their run, lie further apart than this are
+// listed under the problems table.
+constexpr double kEagerRangeShown = 1.2;
 
 std::string cell(const std::string& text) {
   std::string out;
@@ -54,6 +57,23 @@ void write_states(std::ostream& out, const Report& report) {
         rows, {false, false, false, true, true, false});
 }
 
+// Each evaluation times eager in its own process, and every speedup is over that eager: where it
+// differed between a run's evaluations, the speedups carry the difference.
+void write_eager_ranges(std::ostream& out, const Report& report) {
+  std::string listed;
+  std::size_t count = 0;
+  for (const auto& row : report.rows) {
+    if (!row.eager_range || row.eager_range->ratio() <= kEagerRangeShown) continue;
+    const EagerRange& e = *row.eager_range;
+    listed += std::string(count++ ? ", " : "") + row.name + " " + short_number(e.min_ms, 4) + "-" +
+              short_number(e.max_ms, 4) + " ms over " + std::to_string(e.evaluations);
+  }
+  if (count == 0) return;
+  out << "\nEager's time differed by more than " << short_number((kEagerRangeShown - 1) * 100, 3)
+      << " % between the evaluations of " << count << (count == 1 ? " problem" : " problems")
+      << " (each speedup is over the eager timed in its own evaluation): " << listed << ".\n";
+}
+
 }  // namespace
 
 std::string to_markdown(const Report& report, const Metrics& m, const TechniqueStats& stats) {
@@ -85,6 +105,7 @@ std::string to_markdown(const Report& report, const Metrics& m, const TechniqueS
     right.push_back(numeric_column(i, headers.size()));
   }
   table(out, headers, rows, right);
+  write_eager_ranges(out, report);
 
   write_states(out, report);
 

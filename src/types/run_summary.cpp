@@ -1,5 +1,7 @@
 #include "mblast/run_summary.hpp"
 
+#include <algorithm>
+
 #include "mblast/json_fields.hpp"
 
 namespace mblast {
@@ -24,6 +26,27 @@ std::vector<BaselineFigure> BaselineFigure::list_from(const nlohmann::json& arra
 
 nlohmann::json BaselineFigure::to_json() const {
   return {{"name", name}, {"value", value}, {"unit", unit}, {"detail", detail}};
+}
+
+std::optional<EagerRange> EagerRange::over(const std::vector<double>& times_ms) {
+  if (times_ms.size() < 2) return std::nullopt;
+  const auto [lo, hi] = std::minmax_element(times_ms.begin(), times_ms.end());
+  return EagerRange{*lo, *hi, static_cast<int>(times_ms.size())};
+}
+
+std::optional<EagerRange> EagerRange::from_json(const nlohmann::json& object) {
+  if (!object.is_object()) return std::nullopt;
+  const auto number = [&](const char* key) {
+    const auto it = object.find(key);
+    return it != object.end() && it->is_number() ? it->get<double>() : 0.0;
+  };
+  EagerRange range{number("min_ms"), number("max_ms"), static_cast<int>(number("evaluations"))};
+  if (!(range.min_ms > 0 && range.max_ms >= range.min_ms)) return std::nullopt;
+  return range;
+}
+
+nlohmann::json EagerRange::to_json() const {
+  return {{"min_ms", min_ms}, {"max_ms", max_ms}, {"evaluations", evaluations}};
 }
 
 nlohmann::json RunSummary::to_json() const {
@@ -55,6 +78,7 @@ nlohmann::json RunSummary::to_json() const {
                       {"baselines", figures},
                       {"best_ms", optional_json(best_ms)},
                       {"best_eager_ms", optional_json(best_eager_ms)},
+                      {"eager_range", eager_range ? eager_range->to_json() : nlohmann::json()},
                       {"compile_ms", optional_json(compile_ms)},
                       {"speedup_vs_compile", optional_json(speedup_vs_compile)},
                       {"tokens", tokens},

@@ -35,6 +35,7 @@ json StepRecord::to_json() const {
   line["outcome"] = to_string(outcome);
   line["error"] = optional_json(error);
   line["speedup"] = optional_json(speedup);
+  line["eager_ms"] = optional_json(eager_ms);
   line["reward"] = reward;
   line["improved"] = improved;
   line["new_best_candidate"] = new_best_candidate;
@@ -78,6 +79,7 @@ StepRecord StepRecord::from_json(const json& line) {
   r.outcome = outcome_or_skipped(line, "outcome");
   read_lenient(line, "error", r.error);
   read_lenient(line, "speedup", r.speedup);
+  read_lenient(line, "eager_ms", r.eager_ms);
   read_lenient(line, "reward", r.reward);
   read_lenient(line, "improved", r.improved);
   read_lenient(line, "new_best_candidate", r.new_best_candidate);
