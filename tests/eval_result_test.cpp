@@ -62,5 +62,32 @@ TEST(Tolerance, ReadsWhatEveryJudgeWritesAndWritesItBack) {
   EXPECT_FALSE(EvalResult::from_json({{"correct", false}}).to_json().contains("tolerance"));
 }
 
+TEST(Baselines, ANativeJudgesRowsReadTypedAndWriteBackAsTheyCame) {
+  const nlohmann::json rows = nlohmann::json::parse(R"([
+    {"name": "torch_cpu", "value": 2.0, "unit": "ms", "detail": "2 threads", "speedup": 4.0},
+    {"name": "plain_c", "value": 900, "unit": "cost", "detail": "",
+     "cost_check": {"within": true}},
+    {"name": "broken", "value": null, "unit": "ms", "detail": "did not run"}])");
+  const auto r = EvalResult::from_json({{"correct", true}, {"baselines", rows}});
+  ASSERT_TRUE(r.baselines.has_value());
+  ASSERT_EQ(r.baselines->size(), 2u);  // an entry without a figure is not a baseline
+  const BaselineFigure& torch = r.baselines->front();
+  EXPECT_EQ(torch.name, "torch_cpu");
+  EXPECT_DOUBLE_EQ(torch.value, 2.0);
+  EXPECT_EQ(torch.speedup, 4.0);
+  EXPECT_FALSE(r.baselines->back().speedup.has_value());
+  EXPECT_EQ(r.baselines->back().extra["cost_check"]["within"], true);
+  const auto written = r.to_json()["baselines"];
+  EXPECT_EQ(written[0], rows[0]);
+  EXPECT_EQ(written[1], rows[1]);
+  // The figure alone leaves the candidate's speedup and the rest out.
+  EXPECT_EQ(torch.figure().to_json(),
+            (nlohmann::json{
+                {"name", "torch_cpu"}, {"value", 2.0}, {"unit", "ms"}, {"detail", "2 threads"}}));
+  // A CUDA result has no baselines, and writes none.
+  EXPECT_FALSE(EvalResult::from_json({{"correct", true}}).baselines.has_value());
+  EXPECT_FALSE(EvalResult::from_json({{"correct", true}}).to_json().contains("baselines"));
+}
+
 }  // namespace
 }  // namespace mblast

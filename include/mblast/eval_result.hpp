@@ -49,6 +49,23 @@ struct Tolerance {
   nlohmann::json to_json() const;
 };
 
+// One fixed baseline a native backend measures (PyTorch on the CPU, a naive kernel, plain C), as
+// the judge reports it beside a candidate.
+struct BaselineFigure {
+  std::string name;
+  double value = 0;
+  std::string unit;  // "ms" or "cost"
+  std::string detail;
+  std::optional<double> speedup;                    // the candidate over it, when correct
+  nlohmann::json extra = nlohmann::json::object();  // what else the judge said of it
+
+  // The entries of a judge's "baselines" array that name a numeric figure.
+  static std::vector<BaselineFigure> list_from(const nlohmann::json& array);
+  nlohmann::json to_json() const;
+  // The figure alone: what the baseline measured, without the candidate's speedup over it.
+  BaselineFigure figure() const { return {name, value, unit, detail, std::nullopt, {}}; }
+};
+
 struct EvalResult {
   bool correct = false;
   std::optional<double> max_abs_err, max_rel_err;
@@ -60,7 +77,7 @@ struct EvalResult {
   ErrorKind error_kind = ErrorKind::none;
   std::string error_kind_name;   // as the judge wrote it, for ErrorKind::other
   std::string speedup_baseline;  // what speedup is over: "" (eager) or a native baseline's name
-  nlohmann::json baselines;      // native: [{"name", "value", "unit", "detail"}]
+  std::optional<std::vector<BaselineFigure>> baselines;  // native backends only
   std::optional<Tolerance> tolerance;
   nlohmann::json signature;            // the candidate's profile signature, or null
   nlohmann::json reference_signature;  // the reference's, where the judge profiled it too

@@ -14,18 +14,6 @@
 
 namespace mblast {
 
-// One fixed baseline a native backend measures (PyTorch on the CPU, a naive kernel, plain C).
-struct BaselineFigure {
-  std::string name;
-  double value = 0;
-  std::string unit;  // "ms" or "cost"
-  std::string detail;
-
-  // The entries of a judge's "baselines" array that name a numeric figure.
-  static std::vector<BaselineFigure> list_from(const nlohmann::json& array);
-  nlohmann::json to_json() const;
-};
-
 // Eager's times over the evaluations of one run: each evaluation times eager in its own process,
 // and a host-bound model's eager can differ between processes by 2x (benchmarks/h200/README.md,
 // call 44), which each speedup, taken against the eager of its own evaluation, carries.

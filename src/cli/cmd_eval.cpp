@@ -80,7 +80,7 @@ void print_verdict(const EvalResult& e, const nlohmann::json& r) {
 
 // Times: the native backends' baselines, or eager against the candidate (and torch.compile).
 void print_times(const EvalResult& e, const nlohmann::json& r) {
-  if (e.baselines.is_array()) {
+  if (e.baselines) {
     const auto timing = r.find("timing");
     const bool has_timing = timing != r.end() && timing->is_object();
     std::cout << "measured    "
@@ -91,10 +91,9 @@ void print_times(const EvalResult& e, const nlohmann::json& r) {
                                "%.4f") +
                             " ms")
               << "\n";
-    for (const auto& b : e.baselines) {
-      std::cout << "baseline    " << b.value("name", "") << " " << number(b["value"], "%.4g") << " "
-                << b.value("unit", "") << ", speedup "
-                << number(b.value("speedup", nlohmann::json()), "%.3f") << "x\n";
+    for (const auto& b : *e.baselines) {
+      std::cout << "baseline    " << b.name << " " << number(nlohmann::json(b.value), "%.4g") << " "
+                << b.unit << ", speedup " << number(b.speedup, "%.3f") << "x\n";
     }
   } else if (e.ref_ms || e.cand_ms) {
     std::cout << "time        eager " << number(e.ref_ms, "%.4f") << " ms, candidate "

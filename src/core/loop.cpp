@@ -61,6 +61,14 @@ class RunLog {
   spdlog::logger events_;
 };
 
+// The baselines a native backend measured for the reference, without the reference's speedups.
+std::vector<BaselineFigure> baseline_figures(const EvalResult& reference) {
+  std::vector<BaselineFigure> figures;
+  for (const auto& b : reference.baselines.value_or(std::vector<BaselineFigure>{}))
+    figures.push_back(b.figure());
+  return figures;
+}
+
 // -v: what the selectors saw: the slot, the state with its evidence, the best-scored arms.
 void log_choice(int global, const std::string& slot, const Classification& state,
                 const Selection& selection) {
@@ -244,11 +252,8 @@ void Loop::baseline() {
     if (op.value("share", 0.0) >= 0.1) heavy_ops_.push_back(op.value("name", ""));
   }
   problem_ops_ = signature_op_names(current_.signature);
-  RunBaseline reported{baseline_.ref_ms,
-                       baseline_.ref_cost,
-                       BaselineFigure::list_from(baseline_.baselines),
-                       hardware_,
-                       {}};
+  RunBaseline reported{
+      baseline_.ref_ms, baseline_.ref_cost, baseline_figures(baseline_), hardware_, {}};
   for (const auto& slot : slots_) reported.slots.push_back(slot.id);
   progress_({.kind = "baseline", .data = reported.to_json(), .baseline = reported});
   record_run_in_kb();
@@ -793,7 +798,7 @@ RunSummary Loop::finish(const std::string& status, const std::string& reason) {
   r.baseline_ms = baseline_.ref_ms;
   r.baseline_cost = baseline_.ref_cost;
   if (!baseline_.speedup_baseline.empty()) r.speedup_baseline = baseline_.speedup_baseline;
-  r.baselines = BaselineFigure::list_from(baseline_.baselines);
+  r.baselines = baseline_figures(baseline_);
   r.compile_ms = baseline_.compile_ms;
   std::vector<double> eager_ms = step_eager_ms_;
   if (baseline_.ref_ms) eager_ms.push_back(*baseline_.ref_ms);

@@ -104,7 +104,8 @@ EvalResult EvalResult::from_json(const json& j) {
   r.error_kind_name = text(j, "error_kind");
   r.error_kind = r.error_kind_name.empty() ? ErrorKind::none : error_kind_from(r.error_kind_name);
   r.speedup_baseline = text(j, "speedup_baseline");
-  r.baselines = value(j, "baselines");
+  if (const auto rows = value(j, "baselines"); rows.is_array())
+    r.baselines = BaselineFigure::list_from(rows);
   r.tolerance = Tolerance::from_json(value(j, "tolerance"));
   r.signature = value(j, "signature");
   r.reference_signature = value(j, "reference_signature");
@@ -145,6 +146,34 @@ json Tolerance::to_json() const {
   return j;
 }
 
+std::vector<BaselineFigure> BaselineFigure::list_from(const json& array) {
+  std::vector<BaselineFigure> figures;
+  if (!array.is_array()) return figures;
+  for (const auto& entry : array) {
+    const auto measured = entry.is_object() ? number(entry, "value") : std::nullopt;
+    if (!measured) continue;
+    BaselineFigure figure;
+    figure.value = *measured;
+    figure.name = text(entry, "name");
+    figure.unit = text(entry, "unit");
+    figure.detail = text(entry, "detail");
+    figure.speedup = number(entry, "speedup");
+    for (const auto& [key, v] : entry.items()) {
+      if (key != "name" && key != "value" && key != "unit" && key != "detail" && key != "speedup")
+        figure.extra[key] = v;
+    }
+    figures.push_back(std::move(figure));
+  }
+  return figures;
+}
+
+json BaselineFigure::to_json() const {
+  json j = extra.is_object() ? extra : json::object();
+  j.update({{"name", name}, {"value", value}, {"unit", unit}, {"detail", detail}});
+  if (speedup) j["speedup"] = *speedup;
+  return j;
+}
+
 json EvalResult::to_json() const {
   json j = extra.is_object() ? extra : json::object();
   j["correct"] = correct;
@@ -165,7 +194,11 @@ json EvalResult::to_json() const {
   if (compile_ms) j["compile_ms"] = *compile_ms;
   if (speedup_vs_compile) j["speedup_vs_compile"] = *speedup_vs_compile;
   if (!speedup_baseline.empty()) j["speedup_baseline"] = speedup_baseline;
-  if (!baselines.is_null()) j["baselines"] = baselines;
+  if (baselines) {
+    json rows = json::array();
+    for (const auto& b : *baselines) rows.push_back(b.to_json());
+    j["baselines"] = rows;
+  }
   if (tolerance) j["tolerance"] = tolerance->to_json();
   if (!signature.is_null()) j["signature"] = signature;
   if (!reference_signature.is_null()) j["reference_signature"] = reference_signature;

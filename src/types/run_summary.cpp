@@ -6,28 +6,6 @@
 
 namespace mblast {
 
-std::vector<BaselineFigure> BaselineFigure::list_from(const nlohmann::json& array) {
-  std::vector<BaselineFigure> figures;
-  if (!array.is_array()) return figures;
-  for (const auto& entry : array) {
-    const auto value = entry.is_object() ? entry.find("value") : entry.end();
-    if (!entry.is_object() || value == entry.end() || !value->is_number()) continue;
-    BaselineFigure figure;
-    figure.value = value->get<double>();
-    for (auto [key, field] : {std::pair{"name", &figure.name}, std::pair{"unit", &figure.unit},
-                              std::pair{"detail", &figure.detail}}) {
-      const auto text = entry.find(key);
-      if (text != entry.end() && text->is_string()) *field = text->get<std::string>();
-    }
-    figures.push_back(std::move(figure));
-  }
-  return figures;
-}
-
-nlohmann::json BaselineFigure::to_json() const {
-  return {{"name", name}, {"value", value}, {"unit", unit}, {"detail", detail}};
-}
-
 std::optional<EagerRange> EagerRange::over(const std::vector<double>& times_ms) {
   if (times_ms.size() < 2) return std::nullopt;
   const auto [lo, hi] = std::minmax_element(times_ms.begin(), times_ms.end());
