@@ -33,6 +33,7 @@ struct RunBaseline {
   std::string hardware;
   std::vector<std::string> slots;  // where the steps may work: "model" or op names
 
+  std::string slot_list() const;  // "model" or "aten::mm, aten::relu"
   nlohmann::json to_json() const;
 };
 

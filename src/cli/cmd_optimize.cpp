@@ -52,10 +52,8 @@ std::string baseline_text(const RunBaseline& b) {
     figures += (figures.empty() ? "" : ", ") + f.name + " " +
                fixed(f.value, f.unit == "ms" ? "%.4f ms" : "%.0f cost");
   }
-  std::string slots;
-  for (const auto& slot : b.slots) slots += (slots.empty() ? "" : ", ") + slot;
   return (figures.empty() ? "eager " + fixed(optional_json(b.ref_ms), "%.4f ms") : figures) +
-         " on " + b.hardware + "; slots: " + slots;
+         " on " + b.hardware + "; slots: " + b.slot_list();
 }
 
 // Progress on stderr: one rewritten line on a terminal, one line per step otherwise.
@@ -150,7 +148,7 @@ void print_summary(const RunSummary& r) {
     const auto eager = r.best_eager_ms ? r.best_eager_ms : r.baseline_ms;
     row("eager time", fixed(optional_json(eager), "%.4f ms (beside the best)"));
     row("best time", fixed(optional_json(r.best_ms), "%.4f ms"));
-    if (r.eager_range && r.eager_range->max_ms > kEagerSpread * r.eager_range->min_ms) {
+    if (r.eager_range && r.eager_range->ratio() > kEagerSpread) {
       // Each speedup is over eager timed in its own evaluation: say when those differed.
       const EagerRange& e = *r.eager_range;
       row("eager range", fixed(e.min_ms, "%.4f") + " - " + fixed(e.max_ms, "%.4f ms") + " over " +

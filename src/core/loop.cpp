@@ -64,8 +64,8 @@ class RunLog {
 // The baselines a native backend measured for the reference, without the reference's speedups.
 std::vector<BaselineFigure> baseline_figures(const EvalResult& reference) {
   std::vector<BaselineFigure> figures;
-  for (const auto& b : reference.baselines.value_or(std::vector<BaselineFigure>{}))
-    figures.push_back(b.figure());
+  if (!reference.baselines) return figures;
+  for (const auto& b : *reference.baselines) figures.push_back(b.figure());
   return figures;
 }
 

@@ -65,9 +65,7 @@ class Loop {
   };
 
   void note(const std::string& text) {
-    ProgressEvent event{.kind = "note", .data = {{"text", text}}};
-    event.text = text;
-    progress_(event);
+    progress_({.kind = "note", .data = {{"text", text}}, .text = text});
   }
   void check_techniques() const;
   void baseline();

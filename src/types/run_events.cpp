@@ -15,16 +15,20 @@ nlohmann::json RunStart::to_json() const {
           {"resumed_steps", resumed_steps}};
 }
 
+std::string RunBaseline::slot_list() const {
+  std::string list;
+  for (const auto& slot : slots) list += (list.empty() ? "" : ", ") + slot;
+  return list;
+}
+
 nlohmann::json RunBaseline::to_json() const {
   nlohmann::json figures = nlohmann::json::array();
   for (const auto& b : baselines) figures.push_back(b.to_json());
-  std::string slot_list;
-  for (const auto& slot : slots) slot_list += (slot_list.empty() ? "" : ", ") + slot;
   return {{"ref_ms", optional_json(ref_ms)},
           {"ref_cost", optional_json(ref_cost)},
           {"baselines", figures},
           {"hardware", hardware},
-          {"slots", slot_list}};
+          {"slots", slot_list()}};
 }
 
 }  // namespace mblast

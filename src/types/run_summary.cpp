@@ -14,11 +14,10 @@ std::optional<EagerRange> EagerRange::over(const std::vector<double>& times_ms) 
 
 std::optional<EagerRange> EagerRange::from_json(const nlohmann::json& object) {
   if (!object.is_object()) return std::nullopt;
-  const auto number = [&](const char* key) {
-    const auto it = object.find(key);
-    return it != object.end() && it->is_number() ? it->get<double>() : 0.0;
-  };
-  EagerRange range{number("min_ms"), number("max_ms"), static_cast<int>(number("evaluations"))};
+  EagerRange range;
+  read_lenient(object, "min_ms", range.min_ms);
+  read_lenient(object, "max_ms", range.max_ms);
+  read_lenient(object, "evaluations", range.evaluations);
   if (!(range.min_ms > 0 && range.max_ms >= range.min_ms)) return std::nullopt;
   return range;
 }
