@@ -46,6 +46,9 @@ struct StepRecord {
   double reward = 0;
   bool improved = false;            // the current implementation moved to the candidate
   bool new_best_candidate = false;  // the run's best moved to it
+  // Where its speedup and its own time disagreed on whether it beat the best: what decided (eager
+  // varied over the run, so the times; core/selection.hpp).
+  std::optional<std::string> selection_note;
   std::optional<double> best_speedup;
   std::string attempt_id;
   int claims = 0;      // critic claims accepted

@@ -2,6 +2,7 @@
 #include "agents/critic_edits.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -36,11 +37,7 @@ struct KbIndex {
     }
   }
 
-  std::string backend_list() const {
-    std::string list;
-    for (const auto& b : backends) list += (list.empty() ? "" : ", ") + b;
-    return list;
-  }
+  std::string backend_list() const { return fmt::format("{}", fmt::join(backends, ", ")); }
 
   // The full id of the claim `id` names (exactly or as a unique prefix), or an error.
   std::string resolve_claim(std::string id, std::string& error) const {

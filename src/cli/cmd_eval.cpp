@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "backend_registry.hpp"
@@ -143,9 +144,8 @@ void print_report(const nlohmann::json& r) {
       std::cout << "\n";
     }
   }
-  std::string flags;
-  for (const auto& flag : e.flags) flags += (flags.empty() ? "" : ", ") + flag;
-  std::cout << "flags       " << (flags.empty() ? "none" : flags) << "\n";
+  std::cout << "flags       "
+            << (e.flags.empty() ? "none" : fmt::format("{}", fmt::join(e.flags, ", "))) << "\n";
 }
 
 void print_seconds(const nlohmann::json& r) {

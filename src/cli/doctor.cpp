@@ -1,5 +1,6 @@
 #include "mblast/doctor.hpp"
 
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -188,9 +189,8 @@ std::vector<DoctorCheck> run_doctor(const DoctorOptions& options) {
   const auto& names = doctor_check_names();
   for (const std::string& name : options.only) {
     if (std::find(names.begin(), names.end(), name) == names.end()) {
-      std::string known;
-      for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
-      throw input_error("unknown doctor check '" + name + "'", "the checks are: " + known);
+      throw input_error("unknown doctor check '" + name + "'",
+                        fmt::format("the checks are: {}", fmt::join(names, ", ")));
     }
   }
   const auto wanted = [&](const std::string& name) {

@@ -27,7 +27,6 @@ namespace {
 
 // A correct candidate must beat the current one by this much to replace it: timing noise of a
 // median of many runs is about 1%.
-constexpr double kMinGain = 1.01;
 
 // The run's --time-limit ran out while an evaluation was in flight.
 class TimeLimitReached : public std::runtime_error {
@@ -333,6 +332,15 @@ void Loop::restore(const std::vector<StepRecord>& steps) {
   }
 }
 
+// Eager's times over the run's evaluations so far, for the selection; none where speedups are
+// over another baseline (a native backend's).
+EagerTimes Loop::eager_times() const {
+  if (!baseline_.speedup_baseline.empty()) return {};
+  EagerTimes eager{step_eager_ms_};
+  if (baseline_.ref_ms) eager.ms.push_back(*baseline_.ref_ms);
+  return eager;
+}
+
 double Loop::run_seconds() const {
   return resumed_.seconds + std::chrono::duration<double>(Clock::now() - started_).count();
 }
@@ -425,8 +433,26 @@ Loop::Scored Loop::score(const Evaluation& final) const {
   // A skipped step (a built-in with nothing to change) earns what it gained: nothing.
   s.reward =
       final.outcome == Outcome::skipped ? 0.0 : step_reward(s.correct, s.speedup, current_.speedup);
-  s.improved = s.correct && s.speedup && *s.speedup > current_.speedup * kMinGain;
-  s.new_best = s.correct && s.speedup && (!best_ || *s.speedup > best_->speedup * kMinGain);
+  if (!s.correct || !s.speedup) return s;
+  const Standing contender{*s.speedup, final.result.cand_ms};
+  EagerTimes eager = eager_times();
+  if (final.result.ref_ms && baseline_.speedup_baseline.empty())
+    eager.ms.push_back(*final.result.ref_ms);
+  const auto standing = [&](double speedup, bool is_reference, std::optional<double> time_ms) {
+    return Standing{speedup, is_reference ? eager.median() : time_ms};
+  };
+  s.improved =
+      select(contender, standing(current_.speedup, current_.is_reference, current_.time_ms), eager)
+          .replaces;
+  if (!best_) {
+    s.new_best = true;
+    return s;
+  }
+  SelectionVerdict verdict =
+      select(contender,
+             standing(best_->speedup, best_->technique_id == "reference", best_->time_ms), eager);
+  s.new_best = verdict.replaces;
+  s.selection_note = std::move(verdict.why);
   return s;
 }
 
@@ -527,6 +553,10 @@ void Loop::update(const Choice& choice, const Evaluation& final, const Scored& s
                           final.result.ref_ms, choice.technique.id, global};
   }
   if (scored.improved) accept(final, choice, global);
+  if (scored.selection_note) {
+    note(fmt::format("step {}: {} is {}the new best: {}", global, choice.technique.id,
+                     scored.new_best ? "" : "not ", *scored.selection_note));
+  }
 }
 
 StepRecord Loop::step_record(StepRecord record, const std::vector<Evaluation>& evaluations,
@@ -546,6 +576,7 @@ StepRecord Loop::step_record(StepRecord record, const std::vector<Evaluation>& e
   record.reward = scored.reward;
   record.improved = scored.improved;
   record.new_best_candidate = scored.new_best;
+  record.selection_note = scored.selection_note;
   if (best_) record.best_speedup = best_->speedup;
   record.attempt_id = committed.attempt_id;
   record.claims = static_cast<int>(committed.critic.accepted.size());

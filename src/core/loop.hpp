@@ -15,6 +15,7 @@
 #include "core/judge.hpp"
 #include "core/optimize_support.hpp"
 #include "core/run_dir.hpp"
+#include "core/selection.hpp"
 #include "mblast/backend.hpp"
 #include "mblast/kb.hpp"
 #include "mblast/optimize.hpp"
@@ -58,6 +59,7 @@ class Loop {
     double reward = 0;
     bool improved = false;
     bool new_best = false;
+    std::optional<std::string> selection_note;  // where speedup and time disagreed, what decided
   };
   struct Committed {
     std::string attempt_id;
@@ -118,6 +120,7 @@ class Loop {
   };
   Usage usage() const;
   double run_seconds() const;
+  optimize_detail::EagerTimes eager_times() const;
   std::size_t evaluations_total() const {
     return resumed_.evaluations + static_cast<std::size_t>(judge_.evaluations_run());
   }

@@ -1,4 +1,6 @@
 // Reading the knowledge base: typed reads for the loop, JSON queries for people and scripts.
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <set>
 
@@ -152,9 +154,8 @@ std::optional<RunRow> KnowledgeBase::run(const std::string& id) const {
 
 nlohmann::json KnowledgeBase::query(const KbQuery& q) const {
   if (!query_kinds().count(q.kind)) {
-    std::string kinds;
-    for (const auto& k : query_kinds()) kinds += (kinds.empty() ? "" : ", ") + k;
-    throw input_error("unknown kind '" + q.kind + "'", "use one of: " + kinds);
+    throw input_error("unknown kind '" + q.kind + "'",
+                      fmt::format("use one of: {}", fmt::join(query_kinds(), ", ")));
   }
   if (q.limit <= 0) throw input_error("--limit must be positive");
   Where where;

@@ -1,4 +1,6 @@
 // Plot (d): a heatmap of technique win rates, techniques down, states across.
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -50,8 +52,7 @@ std::vector<std::string> by_tries(const std::map<std::string, std::int64_t>& tot
 }
 
 std::string scope_text(const TechniqueStats& stats) {
-  std::string kbs;
-  for (const auto& kb : stats.kbs) kbs += (kbs.empty() ? "" : ", ") + kb;
+  const std::string kbs = fmt::format("{}", fmt::join(stats.kbs, ", "));
   if (stats.scope == "kb") return "every attempt in " + kbs;
   return kbs.empty() ? "attempts of these runs" : "attempts of these runs in " + kbs;
 }

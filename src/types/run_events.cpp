@@ -1,5 +1,7 @@
 #include "mblast/run_events.hpp"
 
+#include <fmt/ranges.h>
+
 #include "mblast/json_fields.hpp"
 
 namespace mblast {
@@ -15,11 +17,7 @@ nlohmann::json RunStart::to_json() const {
           {"resumed_steps", resumed_steps}};
 }
 
-std::string RunBaseline::slot_list() const {
-  std::string list;
-  for (const auto& slot : slots) list += (list.empty() ? "" : ", ") + slot;
-  return list;
-}
+std::string RunBaseline::slot_list() const { return fmt::format("{}", fmt::join(slots, ", ")); }
 
 nlohmann::json RunBaseline::to_json() const {
   nlohmann::json figures = nlohmann::json::array();

@@ -39,6 +39,7 @@ json StepRecord::to_json() const {
   line["reward"] = reward;
   line["improved"] = improved;
   line["new_best_candidate"] = new_best_candidate;
+  if (selection_note) line["selection_note"] = *selection_note;
   line["best_speedup"] = optional_json(best_speedup);
   line["attempt_id"] = attempt_id;
   line["claims"] = claims;
@@ -83,6 +84,7 @@ StepRecord StepRecord::from_json(const json& line) {
   read_lenient(line, "reward", r.reward);
   read_lenient(line, "improved", r.improved);
   read_lenient(line, "new_best_candidate", r.new_best_candidate);
+  read_lenient(line, "selection_note", r.selection_note);
   read_lenient(line, "best_speedup", r.best_speedup);
   read_lenient(line, "attempt_id", r.attempt_id);
   read_lenient(line, "claims", r.claims);
