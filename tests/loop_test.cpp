@@ -65,7 +65,7 @@ class FakeBackend : public Backend {
     }
     r.device_name = "fake GPU";
     r.torch_version = "2.11.0";
-    r.signature = {{"total_ms", 1.0}, {"kernel_count", 3}};
+    r.signature = ProfileSignature::from_json({{"total_ms", 1.0}, {"kernel_count", 3}});
     std::optional<double> speedup;
     if (text.rfind("# reference", 0) == 0) {
       speedup = 1.0;

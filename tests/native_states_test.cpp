@@ -40,7 +40,7 @@ void expect_named_state(const nlohmann::json& signature, const std::string& what
     EXPECT_TRUE(signature.contains(metric) && signature[metric].is_number())
         << what << " has no " << metric << ": " << signature.dump();
   }
-  const Classification c = classify(states, signature_from_json(signature));
+  const Classification c = classify(states, ProfileSignature::from_json(signature).metrics());
   EXPECT_NE(c.state_id, "unclassified") << what << ": " << signature.dump();
   bool sol_evidence = false;
   for (const auto& e : c.evidence) {

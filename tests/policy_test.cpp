@@ -332,7 +332,7 @@ TEST(Slots, SingleOpProblemHasOneModelSlot) {
   const nlohmann::json signature = {{"regions",
                                      {{{"name", "aten::_softmax"}, {"share", 0.97}},
                                       {{"name", "aten::empty"}, {"share", 0.03}}}}};
-  const auto slots = slots_from_signature(signature, true);
+  const auto slots = slots_from_signature(ProfileSignature::from_json(signature), true);
   ASSERT_EQ(slots.size(), 1u);
   EXPECT_EQ(slots[0].id, "model");
   EXPECT_DOUBLE_EQ(slots[0].time_share, 1.0);
@@ -345,7 +345,7 @@ TEST(Slots, MultiOpProblemGetsOpSlotsLargestFirstAndAModelSlot) {
                                       {{"name", "aten::conv2d"}, {"share", 0.7}},
                                       {{"name", "aten::relu"}, {"share", 0.17}},
                                       {{"name", "aten::view"}, {"share", 0.03}}}}};
-  const auto slots = slots_from_signature(signature, true);
+  const auto slots = slots_from_signature(ProfileSignature::from_json(signature), true);
   ASSERT_EQ(slots.size(), 4u);  // regions win over ops; view is under min_share
   EXPECT_EQ(slots[0].id, "model");
   EXPECT_DOUBLE_EQ(slots[0].time_share, 0.3);  // 1 - the largest op's share
@@ -354,12 +354,13 @@ TEST(Slots, MultiOpProblemGetsOpSlotsLargestFirstAndAModelSlot) {
   EXPECT_EQ(slots[3].id, "aten::add");
   EXPECT_EQ(select_slot(slots, OperatorSelectorConfig{}), 1u);  // the conv goes first
   // Without per-op work (no LLM: only whole-model built-ins), the model alone.
-  EXPECT_EQ(slots_from_signature(signature, false).size(), 1u);
+  EXPECT_EQ(slots_from_signature(ProfileSignature::from_json(signature), false).size(), 1u);
   // The model slot keeps a floor when one op dominates.
   const nlohmann::json dominated = {
       {"regions",
        {{{"name", "aten::mm"}, {"share", 0.95}}, {{"name", "aten::add"}, {"share", 0.05}}}}};
-  EXPECT_DOUBLE_EQ(slots_from_signature(dominated, true)[0].time_share, 0.2);
+  EXPECT_DOUBLE_EQ(slots_from_signature(ProfileSignature::from_json(dominated), true)[0].time_share,
+                   0.2);
 }
 
 TEST(Reward, CorrectnessGatedLogSpeedupOverTheCurrentBest) {
@@ -370,11 +371,22 @@ TEST(Reward, CorrectnessGatedLogSpeedupOverTheCurrentBest) {
   EXPECT_DOUBLE_EQ(step_reward(true, 0.0, 1.0), -1.0);
 }
 
-TEST(Reward, SignatureNumbersOnly) {
-  const auto numbers =
-      signature_from_json({{"kernel_count", 3}, {"ops", nlohmann::json::array()}, {"name", "x"}});
-  ASSERT_EQ(numbers.size(), 1u);
-  EXPECT_DOUBLE_EQ(numbers.at("kernel_count"), 3.0);
+TEST(ProfileSignatures, NumbersAreMetricsListsAreTimeSharesAndTheJsonComesBackAsItCame) {
+  const nlohmann::json raw = {{"kernel_count", 3},
+                              {"ops", {{{"name", "aten::mm"}, {"share", 0.75}}, {{"share", 0.25}}}},
+                              {"kernels", "not a list"},
+                              {"name", "x"}};
+  const auto signature = ProfileSignature::from_json(raw);
+  ASSERT_EQ(signature.metrics().size(), 1u);
+  EXPECT_EQ(signature.metric("kernel_count"), 3.0);
+  EXPECT_FALSE(signature.metric("sol_fraction").has_value());
+  ASSERT_EQ(signature.ops().size(), 1u);  // an entry without a name is no time share
+  EXPECT_EQ(signature.ops()[0].name, "aten::mm");
+  EXPECT_DOUBLE_EQ(signature.ops()[0].share, 0.75);
+  EXPECT_TRUE(signature.kernels().empty());
+  EXPECT_EQ(signature.to_json(), raw);
+  EXPECT_TRUE(ProfileSignature::from_json(nullptr).empty());
+  EXPECT_TRUE(ProfileSignature::from_json(nullptr).to_json().is_null());
 }
 
 }  // namespace

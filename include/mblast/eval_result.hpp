@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mblast/outcome.hpp"
+#include "mblast/profile_signature.hpp"
 
 namespace mblast {
 
@@ -79,9 +80,9 @@ struct EvalResult {
   std::string speedup_baseline;  // what speedup is over: "" (eager) or a native baseline's name
   std::optional<std::vector<BaselineFigure>> baselines;  // native backends only
   std::optional<Tolerance> tolerance;
-  nlohmann::json signature;            // the candidate's profile signature, or null
-  nlohmann::json reference_signature;  // the reference's, where the judge profiled it too
-  nlohmann::json err_location;         // where the worst mismatch is, or null
+  ProfileSignature signature;            // the candidate's profile signature, if profiled
+  ProfileSignature reference_signature;  // the reference's, where the judge profiled it too
+  nlohmann::json err_location;           // where the worst mismatch is, or null
   std::string device_name, torch_version, judged_at;
   bool stopped_by_time_limit = false;               // the run's --time-limit ended it: no verdict
   nlohmann::json extra = nlohmann::json::object();  // every other field, as the judge wrote it

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mblast/kb.hpp"
+#include "mblast/profile_signature.hpp"
 
 namespace mblast {
 
@@ -129,7 +130,7 @@ struct SlotConfig {
   std::size_t max_op_slots = 4;
   double model_floor = 0.2;
 };
-std::vector<Slot> slots_from_signature(const nlohmann::json& signature, bool per_op_slots,
+std::vector<Slot> slots_from_signature(const ProfileSignature& signature, bool per_op_slots,
                                        const SlotConfig& config = {});
 
 // ---- Reward ------------------------------------------------------------------------------------
@@ -139,8 +140,5 @@ std::vector<Slot> slots_from_signature(const nlohmann::json& signature, bool per
 // failure_reward.
 double step_reward(bool correct, std::optional<double> speedup, double best_before,
                    double failure_reward = -1.0);
-
-// The numbers of a signature object as the classifier's Signature (lists such as "ops" dropped).
-Signature signature_from_json(const nlohmann::json& signature);
 
 }  // namespace mblast

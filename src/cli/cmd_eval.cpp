@@ -121,25 +121,24 @@ void print_report(const nlohmann::json& r) {
                 << number(nlohmann::json(sol / *e.cand_ms * 100), "%.0f") << "% of it\n";
     }
   }
-  if (e.signature.is_object()) {
-    const auto& sig = e.signature;
+  if (e.signature.to_json().is_object()) {
+    const ProfileSignature& sig = e.signature;
     std::cout << "signature  ";
     for (const char* metric :
          {"kernel_count", "launch_overhead_fraction", "sol_fraction", "memory_sol_fraction",
           "compute_sol_fraction", "arithmetic_intensity", "tensor_core_fraction",
           "vector_instruction_fraction", "access_bytes_ratio"}) {
-      if (sig.contains(metric) && sig[metric].is_number()) {
-        std::cout << " " << metric << "=" << number(sig[metric], "%.3g");
+      if (const auto value = sig.metric(metric)) {
+        std::cout << " " << metric << "=" << number(nlohmann::json(*value), "%.3g");
       }
     }
     std::cout << "\n";
-    if (sig.contains("ops") && !sig["ops"].empty()) {
+    if (!sig.ops().empty()) {
       std::cout << "top ops    ";
       std::size_t shown = 0;
-      for (const auto& op : sig["ops"]) {
+      for (const auto& op : sig.ops()) {
         if (shown++ == 3) break;
-        std::cout << " " << op["name"].get<std::string>() << " "
-                  << number(nlohmann::json(op["share"].get<double>() * 100), "%.0f") << "%";
+        std::cout << " " << op.name << " " << number(nlohmann::json(op.share * 100), "%.0f") << "%";
       }
       std::cout << "\n";
     }

@@ -11,14 +11,14 @@ namespace fs = std::filesystem;
 EvalResult Judge::judge(const fs::path& candidate, bool compile_baseline) {
   if (auto stored = run_.stored_result(candidate)) {
     spdlog::debug("judge: {} was judged earlier in this run", candidate.filename().string());
-    return EvalResult::from_json(*stored);
+    return *stored;
   }
   EvalResult result = backend_.judge(candidate, compile_baseline);
   if (result.stopped_by_time_limit) return result;
   ++evaluations_run_;
   // A step redone after a kill then writes the same attempt rows (their ids hash this time).
   result.judged_at = utc_now();
-  run_.store_result(candidate, result.to_json());
+  run_.store_result(candidate, result);
   return result;
 }
 

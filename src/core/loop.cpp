@@ -219,8 +219,7 @@ void Loop::baseline() {
   if (auto measured = backend_.measured_baseline()) {
     // The profile of the backend's own baseline kernel (native backends), when it has one.
     baseline_ = *measured;
-    current_.signature =
-        baseline_.signature.is_object() ? baseline_.signature : nlohmann::json::object();
+    current_.signature = baseline_.signature;
   } else {
     const auto reference = backend_.builtin("reference", options_.problem, true);
     // Without torch.compile: compiling the reference took 4-25 s of the first minute of a level-3
@@ -238,17 +237,15 @@ void Loop::baseline() {
     // The floor: the reference is a correct candidate of every run, at 1x by definition, so the
     // best (and its export) never reads below it; a candidate must beat it by kMinGain.
     best_ = BestCandidate{judged.file, 1.0, baseline_.ref_ms, baseline_.ref_ms, "reference", 0};
-    current_.signature = baseline_.reference_signature.is_null() ? baseline_.signature
-                                                                 : baseline_.reference_signature;
+    current_.signature = baseline_.reference_signature.to_json().is_null()
+                             ? baseline_.signature
+                             : baseline_.reference_signature;
     current_.time_ms = baseline_.ref_ms;
   }
   hardware_ = backend_.hardware(baseline_);
   slots_ = slots_from_signature(current_.signature, agents_.available());
-  const auto ops = current_.signature.is_object()
-                       ? current_.signature.value("ops", nlohmann::json::array())
-                       : nlohmann::json::array();
-  for (const auto& op : ops) {
-    if (op.value("share", 0.0) >= 0.1) heavy_ops_.push_back(op.value("name", ""));
+  for (const auto& op : current_.signature.ops()) {
+    if (op.share >= 0.1) heavy_ops_.push_back(op.name);
   }
   problem_ops_ = signature_op_names(current_.signature);
   RunBaseline reported{
@@ -299,8 +296,7 @@ void Loop::restore(const std::vector<StepRecord>& steps) {
     tried_.insert({base.file.string(), technique});
     if (record.outcome == Outcome::correct) ++correct_candidates_;
     const fs::path file = run_.path() / "candidates" / record.candidate;
-    std::optional<EvalResult> stored;
-    if (auto json = run_.stored_result(file)) stored = EvalResult::from_json(*json);
+    const std::optional<EvalResult> stored = run_.stored_result(file);
     if (const auto eager = record.eager_ms ? record.eager_ms
                            : stored        ? stored->ref_ms
                                            : std::nullopt)
@@ -321,7 +317,7 @@ void Loop::restore(const std::vector<StepRecord>& steps) {
       current_.file = file;
       current_.is_reference = false;
       current_.speedup = record.speedup.value_or(1.0);
-      current_.signature = stored ? stored->signature : nlohmann::json();
+      current_.signature = stored ? stored->signature : ProfileSignature();
       current_.time_ms = stored ? stored->cand_ms : std::nullopt;
       descend(current_, base, technique);
     }
@@ -395,7 +391,7 @@ std::optional<StepRecord> Loop::step(int iteration, int step_in_iteration, int g
 std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
   Choice choice;
   choice.slot = select_slot(slots_, OperatorSelectorConfig{});
-  choice.state = classify(states_, signature_from_json(current_.signature));
+  choice.state = classify(states_, current_.signature.metrics());
   SelectorConfig selector;
   selector.llm_available = agents_.available();
   selector.allowed_requirements = allowed_requirements(options_, baseline_);

@@ -153,17 +153,10 @@ EligibleTechniques eligible_techniques(const std::vector<TechniqueRow>& all,
   return eligible;
 }
 
-std::vector<std::string> signature_op_names(const nlohmann::json& signature) {
+std::vector<std::string> signature_op_names(const ProfileSignature& signature) {
   std::vector<std::string> names;
-  if (!signature.is_object()) return names;
-  for (const char* key : {"ops", "regions"}) {
-    const auto list = signature.value(key, nlohmann::json::array());
-    if (!list.is_array()) continue;
-    for (const auto& op : list) {
-      if (op.is_object() && op.contains("name") && op["name"].is_string()) {
-        names.push_back(op["name"].get<std::string>());
-      }
-    }
+  for (const auto* list : {&signature.ops(), &signature.regions()}) {
+    for (const auto& op : *list) names.push_back(op.name);
   }
   return names;
 }
@@ -221,10 +214,11 @@ AttemptRow attempt_row(const Evaluation& evaluation, const std::string& run_id,
   return row;
 }
 
-std::vector<MetricDelta> profile_deltas(const nlohmann::json& before, const nlohmann::json& after) {
+std::vector<MetricDelta> profile_deltas(const ProfileSignature& before,
+                                        const ProfileSignature& after) {
   std::vector<MetricDelta> deltas;
-  const Signature a = signature_from_json(before);
-  const Signature b = signature_from_json(after);
+  const Signature& a = before.metrics();
+  const Signature& b = after.metrics();
   for (const char* metric : {"total_ms", "kernel_count", "launch_overhead_fraction", "sol_fraction",
                              "memory_sol_fraction", "compute_sol_fraction", "tensor_core_fraction",
                              "vector_instruction_fraction", "access_bytes_ratio"}) {

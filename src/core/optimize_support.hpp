@@ -28,7 +28,7 @@ struct Current {
   bool is_reference = true;
   double speedup = 1.0;  // over eager, as measured when it was judged
   std::optional<double> time_ms;
-  nlohmann::json signature;          // its profile signature
+  ProfileSignature signature;        // its profile signature
   std::vector<std::string> lineage;  // the techniques applied to reach it, oldest first
   // ancestry[i]: the implementation lineage[i] was applied to (ancestry[0] the reference).
   std::vector<std::filesystem::path> ancestry;
@@ -105,7 +105,7 @@ EligibleTechniques eligible_techniques(const std::vector<TechniqueRow>& all,
                                        const std::vector<std::string>& problem_ops = {});
 
 // The op names of a profile signature (its ops and regions).
-std::vector<std::string> signature_op_names(const nlohmann::json& signature);
+std::vector<std::string> signature_op_names(const ProfileSignature& signature);
 
 std::vector<StateEvidence> state_evidence(const Classification& classification);
 
@@ -127,7 +127,8 @@ AttemptRow attempt_row(const Evaluation& evaluation, const std::string& run_id,
                        int step, std::optional<double> reward);
 
 // Metric changes between two signatures, for the critic.
-std::vector<MetricDelta> profile_deltas(const nlohmann::json& before, const nlohmann::json& after);
+std::vector<MetricDelta> profile_deltas(const ProfileSignature& before,
+                                        const ProfileSignature& after);
 
 // A step's record as far as the choice fills it (the rest comes as the step ends).
 StepRecord step_record_base(int iteration, int step, int global_step, const Slot& slot,

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "mblast/error.hpp"
+#include "mblast/json_fields.hpp"
 #include "mblast/kb.hpp"
 
 namespace mblast {
@@ -129,26 +130,29 @@ fs::path RunDir::save_candidate(const std::string& stem, const std::string& sour
   return file;
 }
 
-std::optional<nlohmann::json> RunDir::stored_result(const fs::path& candidate) const {
+std::optional<EvalResult> RunDir::stored_result(const fs::path& candidate) const {
   fs::path file = candidate;
   file.replace_extension(".json");
   if (!fs::is_regular_file(file)) return std::nullopt;
   auto result = nlohmann::json::parse(read_text(file), nullptr, false);
   if (!result.is_object()) return std::nullopt;  // torn by a kill: judge again
-  return result;
+  return EvalResult::from_json(result);
 }
 
-void RunDir::store_result(const fs::path& candidate, const nlohmann::json& result) const {
+void RunDir::store_result(const fs::path& candidate, const EvalResult& result) const {
   fs::path file = candidate;
   file.replace_extension(".json");
+  const nlohmann::json stored = result.to_json();
   write_file_atomically(
-      file, result.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+      file, stored.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  std::optional<double> seconds;  // the judge's own figure, kept among the result's other fields
+  read_lenient(result.extra, "wall_seconds", seconds);
   append_line(path_ / "evaluations.jsonl",
               nlohmann::json{{"candidate", candidate.filename().string()},
-                             {"correct", result.value("correct", false)},
-                             {"speedup", result.value("speedup", nlohmann::json())},
-                             {"error_kind", result.value("error_kind", nlohmann::json())},
-                             {"seconds", result.value("wall_seconds", nlohmann::json())},
+                             {"correct", result.correct},
+                             {"speedup", optional_json(result.speedup)},
+                             {"error_kind", stored["error_kind"]},
+                             {"seconds", optional_json(seconds)},
                              {"at", utc_now()}}
                   .dump());
 }

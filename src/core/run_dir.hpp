@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mblast/eval_result.hpp"
+
 namespace mblast {
 
 class RunDir {
@@ -40,9 +42,9 @@ class RunDir {
                                        const std::string& extension = ".py") const;
 
   // The judge's result stored for a candidate file, if it was judged.
-  std::optional<nlohmann::json> stored_result(const std::filesystem::path& candidate) const;
+  std::optional<EvalResult> stored_result(const std::filesystem::path& candidate) const;
   // Stores the result next to the candidate and appends to evaluations.jsonl.
-  void store_result(const std::filesystem::path& candidate, const nlohmann::json& result) const;
+  void store_result(const std::filesystem::path& candidate, const EvalResult& result) const;
   std::vector<nlohmann::json> evaluations() const;
 
   void write_json(const std::string& name, const nlohmann::json& value) const;

@@ -5,16 +5,16 @@
 
 namespace mblast {
 
-std::vector<Slot> slots_from_signature(const nlohmann::json& signature, bool per_op_slots,
+std::vector<Slot> slots_from_signature(const ProfileSignature& signature, bool per_op_slots,
                                        const SlotConfig& config) {
   std::vector<Slot> ops;
-  const char* list = signature.is_object() && signature.contains("regions") ? "regions" : "ops";
-  if (per_op_slots && signature.is_object() && signature.contains(list) &&
-      signature[list].is_array()) {
-    for (const auto& op : signature[list]) {
-      const double share = op.value("share", 0.0);
-      if (op.value("name", "").empty() || share < config.min_share) continue;
-      ops.push_back({op["name"].get<std::string>(), share, 0, 0});
+  // Regions (the program's top-level calls) where the judge found them, else the profiler's ops.
+  const bool has_regions =
+      signature.to_json().is_object() && signature.to_json().contains("regions");
+  if (per_op_slots) {
+    for (const auto& op : has_regions ? signature.regions() : signature.ops()) {
+      if (op.name.empty() || op.share < config.min_share) continue;
+      ops.push_back({op.name, op.share, 0, 0});
     }
     std::stable_sort(ops.begin(), ops.end(),
                      [](const Slot& a, const Slot& b) { return a.time_share > b.time_share; });
@@ -31,15 +31,6 @@ double step_reward(bool correct, std::optional<double> speedup, double best_befo
                    double failure_reward) {
   if (!correct || !speedup || *speedup <= 0 || best_before <= 0) return failure_reward;
   return std::log(*speedup / best_before);
-}
-
-Signature signature_from_json(const nlohmann::json& signature) {
-  Signature numbers;
-  if (!signature.is_object()) return numbers;
-  for (const auto& [name, value] : signature.items()) {
-    if (value.is_number()) numbers[name] = value.get<double>();
-  }
-  return numbers;
 }
 
 }  // namespace mblast

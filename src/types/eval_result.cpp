@@ -107,8 +107,8 @@ EvalResult EvalResult::from_json(const json& j) {
   if (const auto rows = value(j, "baselines"); rows.is_array())
     r.baselines = BaselineFigure::list_from(rows);
   r.tolerance = Tolerance::from_json(value(j, "tolerance"));
-  r.signature = value(j, "signature");
-  r.reference_signature = value(j, "reference_signature");
+  r.signature = ProfileSignature::from_json(value(j, "signature"));
+  r.reference_signature = ProfileSignature::from_json(value(j, "reference_signature"));
   r.err_location = value(j, "err_location");
   r.device_name = text(j, "device_name");
   r.torch_version = text(j, "torch_version");
@@ -200,8 +200,9 @@ json EvalResult::to_json() const {
     j["baselines"] = rows;
   }
   if (tolerance) j["tolerance"] = tolerance->to_json();
-  if (!signature.is_null()) j["signature"] = signature;
-  if (!reference_signature.is_null()) j["reference_signature"] = reference_signature;
+  if (!signature.to_json().is_null()) j["signature"] = signature.to_json();
+  if (!reference_signature.to_json().is_null())
+    j["reference_signature"] = reference_signature.to_json();
   if (!err_location.is_null()) j["err_location"] = err_location;
   if (!device_name.empty()) j["device_name"] = device_name;
   if (!torch_version.empty()) j["torch_version"] = torch_version;

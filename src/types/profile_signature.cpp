@@ -1,0 +1,42 @@
+#include "mblast/profile_signature.hpp"
+
+namespace mblast {
+namespace {
+
+std::vector<TimeShare> shares(const nlohmann::json& object, const char* key) {
+  std::vector<TimeShare> list;
+  const auto it = object.find(key);
+  if (it == object.end() || !it->is_array()) return list;
+  for (const auto& entry : *it) {
+    if (!entry.is_object()) continue;
+    const auto name = entry.find("name");
+    if (name == entry.end() || !name->is_string()) continue;
+    const auto share = entry.find("share");
+    list.push_back({name->get<std::string>(),
+                    share != entry.end() && share->is_number() ? share->get<double>() : 0.0});
+  }
+  return list;
+}
+
+}  // namespace
+
+ProfileSignature ProfileSignature::from_json(const nlohmann::json& object) {
+  ProfileSignature s;
+  s.json_ = object;
+  if (!object.is_object()) return s;
+  for (const auto& [name, value] : object.items()) {
+    if (value.is_number()) s.metrics_[name] = value.get<double>();
+  }
+  s.ops_ = shares(object, "ops");
+  s.regions_ = shares(object, "regions");
+  s.kernels_ = shares(object, "kernels");
+  return s;
+}
+
+std::optional<double> ProfileSignature::metric(const std::string& name) const {
+  const auto it = metrics_.find(name);
+  if (it == metrics_.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace mblast
