@@ -385,7 +385,8 @@ TEST(ProfileSignatures, NumbersAreMetricsListsAreTimeSharesAndTheJsonComesBackAs
   EXPECT_DOUBLE_EQ(signature.ops()[0].share, 0.75);
   EXPECT_TRUE(signature.kernels().empty());
   EXPECT_EQ(signature.to_json(), raw);
-  EXPECT_TRUE(ProfileSignature::from_json(nullptr).empty());
+  const auto none = ProfileSignature::from_json(nullptr);
+  EXPECT_TRUE(none.metrics().empty() && none.ops().empty() && none.regions().empty());
   EXPECT_TRUE(ProfileSignature::from_json(nullptr).to_json().is_null());
 }
 

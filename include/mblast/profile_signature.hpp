@@ -27,7 +27,6 @@ class ProfileSignature {
   // The signature as the judge wrote it (null when there was none).
   const nlohmann::json& to_json() const { return json_; }
 
-  bool empty() const { return metrics_.empty() && ops_.empty() && regions_.empty(); }
   const std::map<std::string, double>& metrics() const { return metrics_; }
   std::optional<double> metric(const std::string& name) const;
   const std::vector<TimeShare>& ops() const { return ops_; }

@@ -1,8 +1,9 @@
 #pragma once
-// Small utilities every layer uses: content hashes, timestamps, mblast's own binary.
+// Small utilities every layer uses: content hashes, timestamps, mblast's own binary, percentiles.
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mblast {
 
@@ -15,5 +16,9 @@ std::string sha256_hex(std::string_view data);
 // The mblast binary that child processes run: $MBLAST_BINARY when set (a test binary names the
 // real one), else this process's own executable.
 std::filesystem::path mblast_binary();
+
+// The q-th percentile (0..1) of non-empty values, interpolated linearly between neighbours: 0.5 is
+// the median, the mean of the middle two for an even count.
+double percentile(std::vector<double> values, double q);
 
 }  // namespace mblast

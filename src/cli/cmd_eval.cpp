@@ -18,6 +18,7 @@
 #include "mblast/eval_result.hpp"
 #include "mblast/json_fields.hpp"
 #include "mblast/python.hpp"
+#include "mblast/support.hpp"
 
 namespace mblast::cli {
 
@@ -152,14 +153,6 @@ void print_seconds(const nlohmann::json& r) {
             << ", eval " << number(r.value("eval_seconds", nlohmann::json()), "%.2f")
             << " (waiting for the worker "
             << number(r.value("worker_wait_seconds", nlohmann::json()), "%.2f") << ")\n";
-}
-
-double percentile(std::vector<double> values, double q) {
-  std::sort(values.begin(), values.end());
-  const double pos = q * static_cast<double>(values.size() - 1);
-  const auto lo = static_cast<std::size_t>(pos);
-  const auto hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
 }
 
 // {"count", "correct", "p50_s", "p90_s"} over the results' build_seconds + eval_seconds

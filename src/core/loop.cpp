@@ -328,12 +328,19 @@ void Loop::restore(const std::vector<StepRecord>& steps) {
   }
 }
 
-// Eager's times over the run's evaluations so far, for the selection; none where speedups are
-// over another baseline (a native backend's).
-EagerTimes Loop::eager_times() const {
+// Eager's time in each of the run's evaluations so far: the reference's and every step's.
+std::vector<double> Loop::run_eager_ms() const {
+  std::vector<double> eager_ms = step_eager_ms_;
+  if (baseline_.ref_ms) eager_ms.push_back(*baseline_.ref_ms);
+  return eager_ms;
+}
+
+// The run's eager times and the contender's, for the selection; none where speedups are over
+// another baseline (a native backend's).
+EagerTimes Loop::eager_times(std::optional<double> contender_eager_ms) const {
   if (!baseline_.speedup_baseline.empty()) return {};
-  EagerTimes eager{step_eager_ms_};
-  if (baseline_.ref_ms) eager.ms.push_back(*baseline_.ref_ms);
+  EagerTimes eager{run_eager_ms()};
+  if (contender_eager_ms) eager.ms.push_back(*contender_eager_ms);
   return eager;
 }
 
@@ -431,9 +438,7 @@ Loop::Scored Loop::score(const Evaluation& final) const {
       final.outcome == Outcome::skipped ? 0.0 : step_reward(s.correct, s.speedup, current_.speedup);
   if (!s.correct || !s.speedup) return s;
   const Standing contender{*s.speedup, final.result.cand_ms};
-  EagerTimes eager = eager_times();
-  if (final.result.ref_ms && baseline_.speedup_baseline.empty())
-    eager.ms.push_back(*final.result.ref_ms);
+  const EagerTimes eager = eager_times(final.result.ref_ms);
   const auto standing = [&](double speedup, bool is_reference, std::optional<double> time_ms) {
     return Standing{speedup, is_reference ? eager.median() : time_ms};
   };
@@ -827,9 +832,7 @@ RunSummary Loop::finish(const std::string& status, const std::string& reason) {
   if (!baseline_.speedup_baseline.empty()) r.speedup_baseline = baseline_.speedup_baseline;
   r.baselines = baseline_figures(baseline_);
   r.compile_ms = baseline_.compile_ms;
-  std::vector<double> eager_ms = step_eager_ms_;
-  if (baseline_.ref_ms) eager_ms.push_back(*baseline_.ref_ms);
-  r.eager_range = EagerRange::over(eager_ms);
+  r.eager_range = EagerRange::over(run_eager_ms());
   r.tokens = u.tokens;
   r.cost_usd = u.cost_usd;
   r.llm_usage = u.report;

@@ -120,7 +120,8 @@ class Loop {
   };
   Usage usage() const;
   double run_seconds() const;
-  optimize_detail::EagerTimes eager_times() const;
+  std::vector<double> run_eager_ms() const;
+  optimize_detail::EagerTimes eager_times(std::optional<double> contender_eager_ms) const;
   std::size_t evaluations_total() const {
     return resumed_.evaluations + static_cast<std::size_t>(judge_.evaluations_run());
   }

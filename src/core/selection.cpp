@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "mblast/support.hpp"
+
 namespace mblast::optimize_detail {
 
 bool EagerTimes::steady() const {
@@ -14,10 +16,7 @@ bool EagerTimes::steady() const {
 
 std::optional<double> EagerTimes::median() const {
   if (ms.empty()) return std::nullopt;
-  std::vector<double> sorted = ms;
-  std::sort(sorted.begin(), sorted.end());
-  const std::size_t mid = sorted.size() / 2;
-  return sorted.size() % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  return percentile(ms, 0.5);
 }
 
 SelectionVerdict select(const Standing& contender, const Standing& incumbent,

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "mblast/support.hpp"
 #include "report/json_util.hpp"
 #include "report/plots.hpp"
 
@@ -51,9 +52,7 @@ std::vector<std::pair<double, double>> median_line(const std::vector<Line>& line
     for (const auto& line : lines) {
       if (auto v = value_at(line, x)) values.push_back(*v);
     }
-    std::sort(values.begin(), values.end());
-    const std::size_t n = values.size();
-    median.emplace_back(x, n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2);
+    median.emplace_back(x, percentile(std::move(values), 0.5));
   }
   return median;
 }

@@ -1,5 +1,6 @@
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdlib>
@@ -31,6 +32,14 @@ std::string sha256_hex(std::string_view data) {
     hex.push_back(kHex[digest[i] & 0xf]);
   }
   return hex;
+}
+
+double percentile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  const double pos = q * static_cast<double>(values.size() - 1);
+  const auto lo = static_cast<std::size_t>(pos);
+  const auto hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
 }
 
 std::string utc_now() {
