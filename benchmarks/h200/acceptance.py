@@ -789,6 +789,8 @@ PARTS = {
     "i": ["env", "isolation", "anticheat", "latency", "agreement"],
     # Compiled built-ins judged beside the same files in plain processes (no check may slow them).
     "j": ["env", "builtins"],
+    # What part a's deadline leaves after a change to the timer: agreement, then fairness.
+    "k": ["env", "agreement", "fairness"],
     "all": ["env", "sanity", "first_later", "agreement", "spread", "anticheat", "isolation", "latency", "fairness"],
     # The code before a change, in one call: what fits of part a, latency last.
     "before": ["env", "first_later", "agreement", "spread", "anticheat", "latency"],

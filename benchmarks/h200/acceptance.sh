@@ -2,7 +2,7 @@
 # The judge's acceptance run on the GPU machine, from the repository root:
 #
 #   benchmarks/h200/acceptance.sh prepare            # here: build, bundle, copy KernelBench into .kb/
-#   benchmarks/h200/acceptance.sh a|b|c|d|e|f|g|h|i|j|all [DEADLINE [ONLY]]  # there, carry [".device", ".kb"]
+#   benchmarks/h200/acceptance.sh a|b|c|d|e|f|g|h|i|j|k|all [DEADLINE [ONLY]]  # there, carry [".device", ".kb"]
 #
 # Part a (env, first-vs-later, agreement with KernelBench's harness, spread, anti-cheat, isolation,
 # latency), part b (fairness and memory over every level 1-3 problem) and part c (what part a
@@ -12,7 +12,8 @@
 # fixes that followed (memory and noise again, then fairness), part g what f left and the
 # host-bound models again; part h the CUDA-only tests and fairness after call 11's fixes, part i
 # the isolation, anti-cheat, latency and agreement tables of the same code, part j the compiled
-# built-ins against the same files in plain processes (builtins_vs_plain.py);
+# built-ins against the same files in plain processes (builtins_vs_plain.py), part k the
+# agreement and fairness sections that part a's deadline leaves after a change to the timer;
 # DEADLINE (seconds, default 540) bounds what starts; ONLY names a file of problems (level1/NAME
 # per line) that the fairness section judges instead of all. Results land in $OUT/acceptance
 # (results.json, table.md, log.txt, records.tar.gz); the table is printed last.
@@ -32,8 +33,8 @@ case "$part" in
     du -sh .device .kb
     exit 0
     ;;
-  a|b|c|d|e|f|g|h|i|j|all|before) ;;
-  *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  a|b|c|d|e|f|g|h|i|j|k|all|before) ;;
+  *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
 out=${OUT:-acceptance-results}/acceptance
 mkdir -p "$out"

@@ -248,6 +248,41 @@ def test_summary_statistics() -> None:
     assert hides_device_work([1.0] * 10, [0.2] * 10) and not hides_device_work([0.01] * 10, [0.2] * 10)
 
 
+def test_the_device_is_held_between_the_flush_and_the_start_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start event waits behind a calibrated device-side sleep, so that the host's way to the
+    call's first launch is not counted, whatever its speed (call 54 on the H200)."""
+    from mblast_worker import guards, timing
+
+    log: list = []
+
+    class Event:
+        def __init__(self, enable_timing: bool) -> None:
+            self.name = f"event{len([e for e in log if e[0] == 'new'])}"
+            log.append(("new", self.name))
+
+    monkeypatch.setattr(guards, "cuda_synchronize", lambda device=None: log.append(("sync",)))
+    monkeypatch.setattr(guards, "cuda_event_cls", Event)
+    monkeypatch.setattr(guards, "cuda_event_record", lambda e: log.append(("record", e.name)))
+    monkeypatch.setattr(guards, "cuda_event_synchronize", lambda e: None)
+    monkeypatch.setattr(guards, "cuda_event_elapsed", lambda a, b: 0.5)  # 1e6 cycles in 0.5 ms
+    monkeypatch.setattr(guards, "cuda_sleep", lambda cycles: log.append(("sleep", cycles)))
+    timer = timing.CudaTimer.__new__(timing.CudaTimer)
+    timer.device, timer._flush, timer._lead_cycles = torch.device("cpu"), None, None
+
+    m = timer.measure(lambda: log.append(("call",)) or 7)
+    assert m.result == 7 and m.ms == 0.5
+    lead = int(1_000_000 * timing.HOST_LEAD_US / 500.0)
+    tail = [e for e in log if e[0] in ("sleep", "record", "call")][-4:]
+    assert tail[0] == ("sleep", lead) and tail[1][0] == "record" and tail[2] == ("call",)
+    calibrations = [e for e in log if e == ("sleep", 1_000_000)]
+    timer.measure(lambda: None)
+    assert [e for e in log if e == ("sleep", 1_000_000)] == calibrations  # calibrated once
+    assert timing.cycles_for(100.0, 0.0, 1000) == 0
+
+    monkeypatch.setattr(guards, "cuda_sleep", None)  # a PyTorch without the sleep kernel
+    assert timing.lead_cycles(torch.device("cpu")) == 0
+
+
 def test_speed_of_light_flags_a_candidate_only_where_eager_respects_the_ceiling() -> None:
     from types import SimpleNamespace
 

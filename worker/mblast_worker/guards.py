@@ -25,6 +25,7 @@ cuda_event_synchronize: Any = torch.cuda.Event.synchronize if HAS_CUDA_API else 
 cuda_synchronize: Callable[..., None] = torch.cuda.synchronize
 cuda_current_stream: Callable[..., Any] = torch.cuda.current_stream
 cuda_stream_synchronize: Any = torch.cuda.Stream.synchronize
+cuda_sleep: Any = getattr(torch.cuda, "_sleep", None)  # a kernel that spins for N clock cycles
 
 # Anything under these names that changes is reported as "timer_patched";
 # other changes in torch's namespaces as "torch_patched".
