@@ -83,6 +83,41 @@ TEST(KnowledgeBase, FreshFileHasLatestSchemaSeedWalAndForeignKeys) {
   EXPECT_EQ(kb.integrity_check(), "ok");
 }
 
+TEST(KnowledgeBase, EveryBuiltinOfTheSeedNamesItsTransformTyped) {
+  TempDir dir;
+  KnowledgeBase kb(dir / "kb.sqlite");
+  std::size_t builtins = 0;
+  for (const auto& t : kb.techniques()) {
+    if (t.implementer != "builtin") continue;
+    ++builtins;
+    ASSERT_TRUE(t.builtin.has_value()) << t.id;
+    EXPECT_FALSE(t.builtin->transform.empty()) << t.id;
+  }
+  EXPECT_GE(builtins, 10u);
+  const auto tf32 = kb.techniques("cuda");
+  const auto graph = std::find_if(tf32.begin(), tf32.end(), [](const TechniqueRow& t) {
+    return t.builtin && !t.builtin->requirements.empty() && !t.builtin->groups.empty();
+  });
+  EXPECT_NE(graph, tf32.end());  // requires and groups read from the catalogue
+}
+
+TEST(BuiltinSpecs, ReadLenientlyAndWrittenBackAsTheyCame) {
+  const nlohmann::json raw = {{"transform", "cuda_graph"},
+                              {"requires", {"torch_compile", 3}},
+                              {"groups", "not a list"},
+                              {"after", {"cuda/builtin-torch-compile"}},
+                              {"note", "kept"}};
+  const auto spec = BuiltinSpec::from_json(raw);
+  ASSERT_TRUE(spec.has_value());
+  EXPECT_EQ(spec->transform, "cuda_graph");
+  EXPECT_EQ(spec->requirements, std::vector<std::string>{"torch_compile"});
+  EXPECT_TRUE(spec->groups.empty() && spec->needs_ops.empty());
+  EXPECT_EQ(spec->after, std::vector<std::string>{"cuda/builtin-torch-compile"});
+  EXPECT_EQ(spec->to_json(), raw);
+  EXPECT_FALSE(BuiltinSpec::from_json(nullptr).has_value());
+  EXPECT_FALSE(BuiltinSpec::from_json("cuda_graph").has_value());
+}
+
 TEST(KnowledgeBase, ReopeningDoesNotDuplicateSeed) {
   TempDir dir;
   std::size_t techniques = 0;

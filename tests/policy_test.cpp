@@ -268,7 +268,7 @@ TEST(TechniqueSelector, ConstraintsRemoveArms) {
   TechniqueRow deprecated = technique("old");
   deprecated.deprecated = true;
   TechniqueRow tf32 = technique("tf32", "builtin");
-  tf32.builtin = {{"transform", "tf32"}, {"requires", {"allow_tf32"}}};
+  tf32.builtin = BuiltinSpec::from_json({{"transform", "tf32"}, {"requires", {"allow_tf32"}}});
   std::vector<TechniqueRow> arms = {technique("broken"), deprecated, tf32, technique("llm"),
                                     technique("graph", "builtin")};
   std::vector<RewardStat> stats = {stat("broken", kHw, 3, -1.0, -1.0)};
@@ -387,6 +387,20 @@ TEST(ProfileSignatures, NumbersAreMetricsListsAreTimeSharesAndTheJsonComesBackAs
   EXPECT_EQ(signature.to_json(), raw);
   const auto none = ProfileSignature::from_json(nullptr);
   EXPECT_TRUE(none.metrics().empty() && none.ops().empty() && none.regions().empty());
+  EXPECT_FALSE(signature.lists_regions() || none.lists_regions());
+}
+
+TEST(Slots, AnEmptyRegionListMeansTheJudgeFoundNoRegionsNotThatOpsStandForThem) {
+  const nlohmann::json ops = {{"aten::conv2d", 0.6}, {"aten::relu", 0.4}};
+  nlohmann::json signature = {{"ops", nlohmann::json::array()}};
+  for (const auto& [name, share] : ops.items()) {
+    signature["ops"].push_back({{"name", name}, {"share", share}});
+  }
+  EXPECT_EQ(slots_from_signature(ProfileSignature::from_json(signature), true).size(), 3u);
+  signature["regions"] = nlohmann::json::array();
+  const auto listed = ProfileSignature::from_json(signature);
+  EXPECT_TRUE(listed.lists_regions());
+  EXPECT_EQ(slots_from_signature(listed, true).size(), 1u);  // the model alone
   EXPECT_TRUE(ProfileSignature::from_json(nullptr).to_json().is_null());
 }
 

@@ -31,6 +31,22 @@ struct StateRow {
   std::string origin = "user";
 };
 
+// How a built-in technique is applied (the "builtin" object of the catalogue): the backend's
+// transform, the options it requires (allow_tf32, torch_compile, ...), the groups whose members
+// do not stack, the ops the problem must have and the techniques it applies after. Read leniently
+// (entries that are not strings are left out); written back as it came.
+struct BuiltinSpec {
+  std::string transform;
+  std::vector<std::string> requirements, groups, needs_ops, after;  // requirements: "requires"
+
+  // nullopt for anything but an object.
+  static std::optional<BuiltinSpec> from_json(const nlohmann::json& object);
+  const nlohmann::json& to_json() const { return json_; }
+
+ private:
+  nlohmann::json json_;
+};
+
 struct TechniqueRow {
   std::string id;  // slug, e.g. "cuda/shared-memory-tiling"
   std::string name;
@@ -38,7 +54,7 @@ struct TechniqueRow {
   std::vector<std::string> backends;
   std::string implementer = "llm";  // "llm" or "builtin"
   std::vector<std::string> states;
-  nlohmann::json builtin;  // null, or {"transform": ..., "requires": [...]}
+  std::optional<BuiltinSpec> builtin;  // for implementer "builtin"
   bool deprecated = false;
   std::string origin = "user";
 };

@@ -31,12 +31,15 @@ class ProfileSignature {
   std::optional<double> metric(const std::string& name) const;
   const std::vector<TimeShare>& ops() const { return ops_; }
   const std::vector<TimeShare>& regions() const { return regions_; }
+  // Whether the judge listed regions at all: an empty list still says that it looked for them.
+  bool lists_regions() const { return lists_regions_; }
   const std::vector<TimeShare>& kernels() const { return kernels_; }
 
  private:
   nlohmann::json json_;
   std::map<std::string, double> metrics_;
   std::vector<TimeShare> ops_, regions_, kernels_;
+  bool lists_regions_ = false;
 };
 
 }  // namespace mblast

@@ -173,9 +173,7 @@ nlohmann::json latency_summary(const std::vector<nlohmann::json>& results) {
   return summary;
 }
 
-int report(const EvalCommand& c, const std::vector<nlohmann::json>& results) {
-  bool all_correct = true;
-  for (const auto& result : results) all_correct = all_correct && result.value("correct", false);
+int report(const EvalCommand& c, const std::vector<nlohmann::json>& results, bool all_correct) {
   if (results.size() == 1) {
     if (c.json) {
       std::cout << results.front().dump(2) << "\n";
@@ -202,6 +200,142 @@ int report(const EvalCommand& c, const std::vector<nlohmann::json>& results) {
   return all_correct ? 0 : 1;
 }
 
+void add_eval_options(CLI::App* eval, EvalCommand& c) {
+  eval->add_option("PROBLEM", c.problem, "KernelBench problem file (Model, get_inputs, ...)")
+      ->required();
+  eval->add_option("--candidate", c.candidates,
+                   "Candidate file defining ModelNew (CUDA through mblast_cuda.load or "
+                   "load_inline, or plain PyTorch); a problem file itself is judged as its own "
+                   "candidate. Repeat it (or give several files) to judge several candidates in "
+                   "one process: their CUDA is compiled up front in parallel and each one after "
+                   "the first finds a worker already started")
+      ->required();
+  add_target_options(eval, {c.options.backend, c.options.device, c.options.target});
+  eval->add_option("--seeds", c.options.seeds,
+                   "Verification trials, each with fresh inputs (default 5)")
+      ->check(CLI::Range(1, 1000));
+  eval->add_option("--seed", c.options.seed, "First trial seed (default 1)");
+  eval->add_option("--atol", c.options.atol, "Absolute tolerance (default 1e-4)")
+      ->check(positive_number());
+  eval->add_option("--rtol", c.options.rtol, "Relative tolerance (default 1e-4)")
+      ->check(positive_number());
+  eval->add_flag("--strict-tolerance", c.strict,
+                 "Do not widen the tolerance to 1.5x PyTorch eager's own error");
+  eval->add_flag("--allow-tf32", c.options.allow_tf32, "Allow TF32 matrix math in the candidate");
+  eval->add_option("--runs", c.options.timing_runs,
+                   "Timed runs of each contender, at most (default 100, as KernelBench; on CUDA "
+                   "fewer where they would take over about 0.4 s, never under 20)")
+      ->check(CLI::Range(1, 100000));
+  eval->add_flag("--no-timing", c.no_timing, "Verify only");
+  eval->add_flag(
+      "--no-grad-timing", c.no_grad_timing,
+      "Time forward calls under torch.no_grad() (CUDA). By default they record autograd, "
+      "as a plain call and KernelBench's harness do; correctness trials never do");
+  eval->add_flag("--profile", c.options.profile,
+                 "Profile candidate and reference with the PyTorch profiler and report their "
+                 "signatures (op and kernel time shares, idle fraction, speed-of-light fractions)");
+  eval->add_flag("--compile-baseline", c.options.compile_baseline,
+                 "Also time torch.compile of the reference");
+  eval->add_option("--timeout", c.timeout_s,
+                   "Seconds a candidate's worker may take in all before it is killed. Default: "
+                   "derived from the reference, a minute plus 1000 x eager's time once the problem "
+                   "is prepared (at most 600 s) and the candidate compiled (--compile-timeout)")
+      ->check(non_negative_number());
+  eval->add_option(
+          "--compile-timeout", c.compile_timeout_s,
+          "Seconds a candidate's import and first call may take (JIT builds, torch.compile); "
+          "default 90 on the CPU, 300 on a GPU")
+      ->check(non_negative_number());
+  eval->add_option(
+      "--cache-dir", c.cache_dir,
+      "Reference and build cache (default: $XDG_CACHE_HOME/mblast or ~/.cache/mblast)");
+  eval->add_option("--prestart", c.prestart,
+                   "Workers kept started ahead of need (default 1). With several candidates, "
+                   "raise it when a worker's start-up (Python, torch, CUDA) takes longer than one "
+                   "evaluation, so that every candidate still finds a ready worker")
+      ->check(CLI::Range(1, 16));
+  eval->add_option("--export", c.export_path,
+                   "If the candidate is correct, write it here as a self-contained KernelBench "
+                   "ModelNew file (CUDA built with load_inline); one candidate only");
+  eval->add_flag("--no-server", c.no_server,
+                 "Judge in this process instead of the eval server, which keeps a worker started "
+                 "between `mblast eval` commands on a GPU (MBLAST_EVAL_SERVER=0 does the same)");
+  eval->add_flag("--json", c.json, "Print the result object as JSON");
+}
+
+struct PreparedEval {
+  const BackendRow& row;
+  std::filesystem::path python;
+  std::vector<std::filesystem::path> candidates;
+};
+
+// Completes the options from the flags and checks the files, the target and the export.
+PreparedEval prepare_eval(EvalCommand& c) {
+  EvalOptions& options = c.options;
+  options.problem = c.problem;
+  std::vector<std::filesystem::path> candidates(c.candidates.begin(), c.candidates.end());
+  options.candidate = candidates.front();
+  options.cache_dir = c.cache_dir;
+  options.tolerance_policy = c.strict ? "strict" : "eager-widened";
+  options.timing = !c.no_timing;
+  options.timing_autograd = !c.no_grad_timing;
+  options.timeout = std::chrono::seconds(c.timeout_s);
+  options.compile_timeout = std::chrono::seconds(c.compile_timeout_s);
+  std::vector<std::filesystem::path> files = {options.problem};
+  files.insert(files.end(), candidates.begin(), candidates.end());
+  for (const auto& path : files) {
+    if (!std::filesystem::is_regular_file(path)) {
+      throw input_error("no such file: " + path.string(), "check the path");
+    }
+  }
+  const BackendRow& row = backend_row(options.backend);
+  if (options.device == "cuda" && row.traits.default_device != "cuda") {
+    options.device = row.traits.default_device;
+  }
+  row.traits.check_device(options.device);
+  check_target_options(backend_registry(), row.traits, options.target);
+  if (!c.export_path.empty() && candidates.size() != 1) {
+    throw input_error("--export takes one candidate, not " + std::to_string(candidates.size()));
+  }
+  if (!c.export_path.empty() && row.traits.harness.empty()) {
+    throw input_error("--export writes KernelBench CUDA files",
+                      "drop --export for " + options.backend);
+  }
+  std::string tried;
+  auto python = find_torch_python(&tried);
+  if (!python) {
+    throw input_error("no Python with PyTorch found (tried " + tried + ")",
+                      "apt-get install python3-torch, or set MBLAST_PYTHON");
+  }
+  if (options.cache_dir.empty()) options.cache_dir = default_cache_dir();
+  // Absolute: workers run in their own temporary directories.
+  options.cache_dir = std::filesystem::absolute(options.cache_dir);
+  options.use_server = !c.no_server;
+  return {row, *python, candidates};
+}
+
+int run_eval(EvalCommand& c) {
+  const PreparedEval p = prepare_eval(c);
+  // Workers kept pre-started (one by default): the first imports torch while the CUDA
+  // sources compile, and each taken worker's replacement starts while it evaluates, ready
+  // for the next candidate.
+  auto backend = p.row.make({c.options, p.python, static_cast<std::size_t>(c.prestart)});
+  const std::vector<EvalResult> judged = backend->judge_all(p.candidates);
+  const bool all_correct =
+      std::all_of(judged.begin(), judged.end(), [](const EvalResult& r) { return r.correct; });
+  std::vector<nlohmann::json> results;
+  for (const auto& r : judged) results.push_back(r.to_json());
+  if (!c.export_path.empty()) {
+    if (!all_correct) {
+      spdlog::warn("not exported: the candidate is not correct");
+    } else {
+      backend->export_for_harness(p.candidates.front(), c.export_path);
+      spdlog::info("exported {} to {}", p.candidates.front().string(), c.export_path);
+    }
+  }
+  return report(c, results, all_correct);
+}
+
 }  // namespace
 
 void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
@@ -211,128 +345,8 @@ void register_eval(CLI::App& app, Globals& /*globals*/, Action& action) {
       "Judge candidates: build each, verify it against the problem over several random seeds "
       "with the anti-cheat checks, and time it against PyTorch eager. Exit 0 only when every "
       "candidate is correct, 1 when one is wrong or cheats, 2 when the problem is unusable");
-  eval->add_option("PROBLEM", c->problem, "KernelBench problem file (Model, get_inputs, ...)")
-      ->required();
-  eval->add_option("--candidate", c->candidates,
-                   "Candidate file defining ModelNew (CUDA through mblast_cuda.load or "
-                   "load_inline, or plain PyTorch); a problem file itself is judged as its own "
-                   "candidate. Repeat it (or give several files) to judge several candidates in "
-                   "one process: their CUDA is compiled up front in parallel and each one after "
-                   "the first finds a worker already started")
-      ->required();
-  add_target_options(eval, {c->options.backend, c->options.device, c->options.target});
-  eval->add_option("--seeds", c->options.seeds,
-                   "Verification trials, each with fresh inputs (default 5)")
-      ->check(CLI::Range(1, 1000));
-  eval->add_option("--seed", c->options.seed, "First trial seed (default 1)");
-  eval->add_option("--atol", c->options.atol, "Absolute tolerance (default 1e-4)")
-      ->check(positive_number());
-  eval->add_option("--rtol", c->options.rtol, "Relative tolerance (default 1e-4)")
-      ->check(positive_number());
-  eval->add_flag("--strict-tolerance", c->strict,
-                 "Do not widen the tolerance to 1.5x PyTorch eager's own error");
-  eval->add_flag("--allow-tf32", c->options.allow_tf32, "Allow TF32 matrix math in the candidate");
-  eval->add_option("--runs", c->options.timing_runs,
-                   "Timed runs of each contender, at most (default 100, as KernelBench; on CUDA "
-                   "fewer where they would take over about 0.4 s, never under 20)")
-      ->check(CLI::Range(1, 100000));
-  eval->add_flag("--no-timing", c->no_timing, "Verify only");
-  eval->add_flag(
-      "--no-grad-timing", c->no_grad_timing,
-      "Time forward calls under torch.no_grad() (CUDA). By default they record autograd, "
-      "as a plain call and KernelBench's harness do; correctness trials never do");
-  eval->add_flag("--profile", c->options.profile,
-                 "Profile candidate and reference with the PyTorch profiler and report their "
-                 "signatures (op and kernel time shares, idle fraction, speed-of-light fractions)");
-  eval->add_flag("--compile-baseline", c->options.compile_baseline,
-                 "Also time torch.compile of the reference");
-  eval->add_option("--timeout", c->timeout_s,
-                   "Seconds a candidate's worker may take in all before it is killed. Default: "
-                   "derived from the reference, a minute plus 1000 x eager's time once the problem "
-                   "is prepared (at most 600 s) and the candidate compiled (--compile-timeout)")
-      ->check(non_negative_number());
-  eval->add_option(
-          "--compile-timeout", c->compile_timeout_s,
-          "Seconds a candidate's import and first call may take (JIT builds, torch.compile); "
-          "default 90 on the CPU, 300 on a GPU")
-      ->check(non_negative_number());
-  eval->add_option(
-      "--cache-dir", c->cache_dir,
-      "Reference and build cache (default: $XDG_CACHE_HOME/mblast or ~/.cache/mblast)");
-  eval->add_option("--prestart", c->prestart,
-                   "Workers kept started ahead of need (default 1). With several candidates, "
-                   "raise it when a worker's start-up (Python, torch, CUDA) takes longer than one "
-                   "evaluation, so that every candidate still finds a ready worker")
-      ->check(CLI::Range(1, 16));
-  eval->add_option("--export", c->export_path,
-                   "If the candidate is correct, write it here as a self-contained KernelBench "
-                   "ModelNew file (CUDA built with load_inline); one candidate only");
-  eval->add_flag("--no-server", c->no_server,
-                 "Judge in this process instead of the eval server, which keeps a worker started "
-                 "between `mblast eval` commands on a GPU (MBLAST_EVAL_SERVER=0 does the same)");
-  eval->add_flag("--json", c->json, "Print the result object as JSON");
-  eval->callback([&action, c] {
-    action = [c] {
-      auto& options = c->options;
-      options.problem = c->problem;
-      std::vector<std::filesystem::path> candidates(c->candidates.begin(), c->candidates.end());
-      options.candidate = candidates.front();
-      options.cache_dir = c->cache_dir;
-      options.tolerance_policy = c->strict ? "strict" : "eager-widened";
-      options.timing = !c->no_timing;
-      options.timing_autograd = !c->no_grad_timing;
-      options.timeout = std::chrono::seconds(c->timeout_s);
-      options.compile_timeout = std::chrono::seconds(c->compile_timeout_s);
-      std::vector<std::filesystem::path> files = {options.problem};
-      files.insert(files.end(), candidates.begin(), candidates.end());
-      for (const auto& path : files) {
-        if (!std::filesystem::is_regular_file(path)) {
-          throw input_error("no such file: " + path.string(), "check the path");
-        }
-      }
-      const BackendRow& row = backend_row(options.backend);
-      if (options.device == "cuda" && row.traits.default_device != "cuda") {
-        options.device = row.traits.default_device;
-      }
-      row.traits.check_device(options.device);
-      check_target_options(backend_registry(), row.traits, options.target);
-      if (!c->export_path.empty() && candidates.size() != 1) {
-        throw input_error("--export takes one candidate, not " + std::to_string(candidates.size()));
-      }
-      if (!c->export_path.empty() && row.traits.harness.empty()) {
-        throw input_error("--export writes KernelBench CUDA files",
-                          "drop --export for " + options.backend);
-      }
-      std::string tried;
-      auto python = find_torch_python(&tried);
-      if (!python) {
-        throw input_error("no Python with PyTorch found (tried " + tried + ")",
-                          "apt-get install python3-torch, or set MBLAST_PYTHON");
-      }
-      if (options.cache_dir.empty()) options.cache_dir = default_cache_dir();
-      // Absolute: workers run in their own temporary directories.
-      options.cache_dir = std::filesystem::absolute(options.cache_dir);
-      options.use_server = !c->no_server;
-      // Workers kept pre-started (one by default): the first imports torch while the CUDA
-      // sources compile, and each taken worker's replacement starts while it evaluates, ready
-      // for the next candidate.
-      auto backend = row.make({options, *python, static_cast<std::size_t>(c->prestart)});
-      std::vector<nlohmann::json> results;
-      for (const auto& r : backend->judge_all(candidates)) results.push_back(r.to_json());
-      bool all_correct = true;
-      for (const auto& result : results)
-        all_correct = all_correct && result.value("correct", false);
-      if (!c->export_path.empty()) {
-        if (!all_correct) {
-          spdlog::warn("not exported: the candidate is not correct");
-        } else {
-          backend->export_for_harness(candidates.front(), c->export_path);
-          spdlog::info("exported {} to {}", candidates.front().string(), c->export_path);
-        }
-      }
-      return report(*c, results);
-    };
-  });
+  add_eval_options(eval, *c);
+  eval->callback([&action, c] { action = [c] { return run_eval(*c); }; });
 }
 
 }  // namespace mblast::cli

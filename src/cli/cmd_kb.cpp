@@ -104,14 +104,8 @@ struct KbOptions {
   bool merge_json = false;
 };
 
-}  // namespace
-
-void register_kb(CLI::App& app, Globals& globals, Action& action) {
-  auto o = std::make_shared<KbOptions>();
-  auto* kb_command = app.add_subcommand(
-      "kb", "Inspect and manage the knowledge base (states, techniques, claims, attempts, ...)");
-  kb_command->require_subcommand(1);
-
+void add_kb_init(CLI::App* kb_command, Globals& globals, Action& action,
+                 const std::shared_ptr<KbOptions>& o) {
   auto* init =
       kb_command->add_subcommand("init", "Create the knowledge base (or upgrade it in place)");
   init->callback([&action, &globals, o] {
@@ -127,7 +121,10 @@ void register_kb(CLI::App& app, Globals& globals, Action& action) {
       return 0;
     };
   });
+}
 
+void add_kb_query(CLI::App* kb_command, Globals& globals, Action& action,
+                  const std::shared_ptr<KbOptions>& o) {
   auto* q =
       kb_command->add_subcommand("query", "List rows of one kind, filtered; newest or best first");
   q->add_option("--kind", o->query.kind,
@@ -159,7 +156,10 @@ void register_kb(CLI::App& app, Globals& globals, Action& action) {
       return 0;
     };
   });
+}
 
+void add_kb_show(CLI::App* kb_command, Globals& globals, Action& action,
+                 const std::shared_ptr<KbOptions>& o) {
   auto* show = kb_command->add_subcommand(
       "show", "Show one row in full, with related rows (ID: a slug or a unique hash prefix)");
   show->add_option("ID", o->show_id, "State or technique slug, or a hash prefix")->required();
@@ -190,7 +190,10 @@ void register_kb(CLI::App& app, Globals& globals, Action& action) {
       return 0;
     };
   });
+}
 
+void add_kb_stats(CLI::App* kb_command, Globals& globals, Action& action,
+                  const std::shared_ptr<KbOptions>& o) {
   auto* stats_command = kb_command->add_subcommand("stats", "Row counts per table and file size");
   add_json_flag(stats_command, o->stats_json);
   stats_command->callback([&action, &globals, o] {
@@ -216,7 +219,10 @@ void register_kb(CLI::App& app, Globals& globals, Action& action) {
       return 0;
     };
   });
+}
 
+void add_kb_export(CLI::App* kb_command, Globals& globals, Action& action,
+                   const std::shared_ptr<KbOptions>& o) {
   auto* exp = kb_command->add_subcommand(
       "export", "Write the whole knowledge base as JSON Lines (stable order), to stdout or -o");
   exp->add_option("-o,--output", o->export_out, "Output file (default: stdout)");
@@ -252,7 +258,10 @@ void register_kb(CLI::App& app, Globals& globals, Action& action) {
       return 0;
     };
   });
+}
 
+void add_kb_import(CLI::App* kb_command, Globals& globals, Action& action,
+                   const std::shared_ptr<KbOptions>& o) {
   auto* imp = kb_command->add_subcommand(
       "import", "Add the rows of a `kb export` file; rows already present are skipped");
   imp->add_option("FILE", o->import_in, "JSON Lines file, or - for stdin")->required();
@@ -276,7 +285,9 @@ void register_kb(CLI::App& app, Globals& globals, Action& action) {
       return 0;
     };
   });
+}
 
+void add_kb_merge(CLI::App* kb_command, Action& action, const std::shared_ptr<KbOptions>& o) {
   auto* merge = kb_command->add_subcommand(
       "merge",
       "Combine knowledge bases into OUT without duplicates (rows are identified by content); all "
@@ -308,6 +319,22 @@ void register_kb(CLI::App& app, Globals& globals, Action& action) {
       return 0;
     };
   });
+}
+
+}  // namespace
+
+void register_kb(CLI::App& app, Globals& globals, Action& action) {
+  auto o = std::make_shared<KbOptions>();
+  auto* kb_command = app.add_subcommand(
+      "kb", "Inspect and manage the knowledge base (states, techniques, claims, attempts, ...)");
+  kb_command->require_subcommand(1);
+  add_kb_init(kb_command, globals, action, o);
+  add_kb_query(kb_command, globals, action, o);
+  add_kb_show(kb_command, globals, action, o);
+  add_kb_stats(kb_command, globals, action, o);
+  add_kb_export(kb_command, globals, action, o);
+  add_kb_import(kb_command, globals, action, o);
+  add_kb_merge(kb_command, action, o);
 }
 
 }  // namespace mblast::cli

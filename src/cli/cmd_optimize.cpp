@@ -234,6 +234,141 @@ extern "C" void on_stop_signal(int) {
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
 }
 
+void add_search_options(CLI::App* cmd, OptimizeCommand& c) {
+  cmd->add_option("--llm", c.options.llm,
+                  "PROVIDER:MODEL (openai:, anthropic:, command:, replay:FILE) or none; default: "
+                  "$MBLAST_LLM, the config file, else the first API key set, else none "
+                  "(built-in techniques only)");
+  cmd->add_option("--llm-config", c.config, "LLM config file (TOML) instead of the default");
+  cmd->add_option("--llm-record", c.options.llm_record,
+                  "Append every LLM exchange to this cassette");
+  cmd->add_option("--iterations", c.options.iterations, "Iterations (default 10)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--steps", c.options.steps, "Rollout steps per iteration (default 10)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--fix-attempts", c.options.fix_attempts,
+                  "Repairs of a failing LLM candidate (default 3)")
+      ->check(CLI::Range(0, 100));
+  cmd->add_option("--technique", c.options.techniques,
+                  "Only try this technique (repeat for several; ids from `mblast kb query --kind "
+                  "techniques`)");
+  cmd->add_option("--max-evaluations", c.max_evaluations, "Stop after this many evaluations")
+      ->check(positive_number());
+  cmd->add_option("--time-limit", c.time_limit,
+                  "Stop after this many minutes; an evaluation still running then is stopped "
+                  "and judged again on --resume")
+      ->check(positive_number());
+  cmd->add_option("--max-tokens", c.max_tokens, "Stop once LLM tokens (in + out) reach this")
+      ->check(positive_number());
+  cmd->add_option("--max-cost", c.max_cost,
+                  "Stop once the LLM cost reaches this many USD (needs prices in the config)")
+      ->check(positive_number());
+  cmd->add_option("--out", c.out, "Run directory (default ./mblast-runs/PROBLEM-TIME)");
+  cmd->add_option("--resume", c.resume,
+                  "Continue the run in this directory with its options; budgets given now "
+                  "replace the recorded ones");
+}
+
+void add_judge_options(CLI::App* cmd, OptimizeCommand& c) {
+  cmd->add_option("--atol", c.options.judge.atol, "Absolute tolerance (default 1e-4)")
+      ->check(positive_number());
+  cmd->add_option("--rtol", c.options.judge.rtol, "Relative tolerance (default 1e-4)")
+      ->check(positive_number());
+  cmd->add_flag("--strict-tolerance", c.strict_tolerance,
+                "Do not widen the tolerance to 1.5x PyTorch eager's own error");
+  cmd->add_flag("--allow-tf32", c.options.judge.allow_tf32,
+                "Allow TF32 math (and the TF32 built-in)");
+  cmd->add_flag("--allow-bf16", c.options.allow_bf16, "Allow bf16 math (and the bf16 built-in)");
+  cmd->add_option("--seed", c.options.judge.seed,
+                  "Seed of the selector, agents and trials (default 1)");
+  cmd->add_option("--seeds", c.options.judge.seeds, "Verification trials per candidate (default 5)")
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--runs", c.options.judge.timing_runs,
+                  "Timed runs per candidate, at most (default 100; on CUDA fewer where they would "
+                  "take over about 0.4 s, never under 20)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_flag("--no-grad-timing", c.no_grad_timing,
+                "Time candidates under torch.no_grad() (CUDA); by default timed calls record "
+                "autograd, as KernelBench's harness times them");
+  cmd->add_option("--timeout", c.timeout_s,
+                  "Seconds a candidate's worker may take in all before it is killed. Default: "
+                  "derived from the reference, a minute plus 1000 x eager's time once the problem "
+                  "is prepared (at most 600 s) and the candidate compiled (--compile-timeout)")
+      ->check(non_negative_number());
+  cmd->add_option(
+         "--compile-timeout", c.compile_timeout_s,
+         "Seconds a candidate's import and first call may take (JIT builds, torch.compile); "
+         "default 90 on the CPU, 300 on a GPU")
+      ->check(non_negative_number());
+  cmd->add_option("--cache-dir", c.cache_dir,
+                  "Reference and build cache (default ~/.cache/mblast)");
+  cmd->add_flag("--no-server", c.no_server,
+                "Judge in this process instead of the eval server, which keeps workers started "
+                "between runs on a GPU (MBLAST_EVAL_SERVER=0 does the same)");
+}
+
+// The budgets and LLM given again with --resume, which replace the recorded ones.
+nlohmann::json resume_overrides(const OptimizeCommand& c, const CLI::App& cmd) {
+  const auto& o = c.options;
+  nlohmann::json overrides = nlohmann::json::object();
+  const auto given = [&](const char* flag) { return cmd.count(flag) > 0; };
+  if (given("--iterations")) overrides["iterations"] = o.iterations;
+  if (given("--steps")) overrides["steps"] = o.steps;
+  if (given("--max-evaluations")) overrides["max_evaluations"] = *o.max_evaluations;
+  if (given("--time-limit")) overrides["time_limit_minutes"] = *o.time_limit_minutes;
+  if (given("--max-tokens")) overrides["max_tokens"] = *o.max_tokens;
+  if (given("--max-cost")) overrides["max_cost_usd"] = *o.max_cost_usd;
+  if (given("--llm")) overrides["llm"] = o.llm;
+  if (c.no_server) overrides["eval_server"] = false;
+  return overrides;
+}
+
+// Completes the options from the flags, runs (or resumes) and prints the summary.
+int run_optimize(OptimizeCommand& c, const CLI::App& cmd, const Globals& globals) {
+  auto& o = c.options;
+  o.max_evaluations = c.max_evaluations;
+  o.time_limit_minutes = c.time_limit;
+  o.max_tokens = c.max_tokens;
+  o.max_cost_usd = c.max_cost;
+  o.judge.timeout = std::chrono::seconds(c.timeout_s);
+  if (c.no_grad_timing) o.judge.timing_autograd = false;
+  if (c.strict_tolerance) o.judge.tolerance_policy = "strict";
+  o.judge.compile_timeout = std::chrono::seconds(c.compile_timeout_s);
+  o.judge.cache_dir = c.cache_dir;
+  o.eval_server = !c.no_server;
+  if (!c.config.empty()) o.llm_config = c.config;
+  if (!globals.kb_path.empty()) o.kb = globals.kb();
+  Progress progress(globals.quiet);
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  RunSummary result;
+  if (!c.resume.empty()) {
+    if (!c.problem.empty()) {
+      throw input_error("--resume takes no PROBLEM: the run directory names it",
+                        "run `mblast optimize --resume " + c.resume + "`");
+    }
+    o.out = c.out;
+    check_options_on_resume(cmd, options_to_json(o), c.resume);
+    const nlohmann::json overrides = resume_overrides(c, cmd);
+    result = resume_optimize(c.resume, overrides, backend_registry(), std::ref(progress));
+  } else {
+    if (c.problem.empty()) {
+      throw input_error("no PROBLEM given",
+                        "run `mblast optimize PROBLEM.py`, or --resume RUN_DIR");
+    }
+    o.problem = c.problem;
+    o.out = c.out;
+    result = optimize(o, backend_registry(), std::ref(progress));
+  }
+  if (c.json) {
+    std::cout << result.to_json().dump(2) << "\n";
+  } else {
+    print_summary(result);
+  }
+  const std::string& status = result.status;
+  return status == "llm_error" || status == "interrupted" ? 1 : 0;
+}
+
 }  // namespace
 
 void register_optimize(CLI::App& app, Globals& globals, Action& action) {
@@ -249,129 +384,11 @@ void register_optimize(CLI::App& app, Globals& globals, Action& action) {
   cmd->add_option("PROBLEM", c->problem, "KernelBench problem file (Model, get_inputs, ...)");
   add_target_options(cmd,
                      {c->options.judge.backend, c->options.judge.device, c->options.judge.target});
-  cmd->add_option("--llm", c->options.llm,
-                  "PROVIDER:MODEL (openai:, anthropic:, command:, replay:FILE) or none; default: "
-                  "$MBLAST_LLM, the config file, else the first API key set, else none "
-                  "(built-in techniques only)");
-  cmd->add_option("--llm-config", c->config, "LLM config file (TOML) instead of the default");
-  cmd->add_option("--llm-record", c->options.llm_record,
-                  "Append every LLM exchange to this cassette");
-  cmd->add_option("--iterations", c->options.iterations, "Iterations (default 10)")
-      ->check(CLI::Range(1, 100000));
-  cmd->add_option("--steps", c->options.steps, "Rollout steps per iteration (default 10)")
-      ->check(CLI::Range(1, 100000));
-  cmd->add_option("--fix-attempts", c->options.fix_attempts,
-                  "Repairs of a failing LLM candidate (default 3)")
-      ->check(CLI::Range(0, 100));
-  cmd->add_option("--technique", c->options.techniques,
-                  "Only try this technique (repeat for several; ids from `mblast kb query --kind "
-                  "techniques`)");
-  cmd->add_option("--max-evaluations", c->max_evaluations, "Stop after this many evaluations")
-      ->check(positive_number());
-  cmd->add_option("--time-limit", c->time_limit,
-                  "Stop after this many minutes; an evaluation still running then is stopped "
-                  "and judged again on --resume")
-      ->check(positive_number());
-  cmd->add_option("--max-tokens", c->max_tokens, "Stop once LLM tokens (in + out) reach this")
-      ->check(positive_number());
-  cmd->add_option("--max-cost", c->max_cost,
-                  "Stop once the LLM cost reaches this many USD (needs prices in the config)")
-      ->check(positive_number());
-  cmd->add_option("--out", c->out, "Run directory (default ./mblast-runs/PROBLEM-TIME)");
-  cmd->add_option("--resume", c->resume,
-                  "Continue the run in this directory with its options; budgets given now "
-                  "replace the recorded ones");
-  cmd->add_option("--atol", c->options.judge.atol, "Absolute tolerance (default 1e-4)")
-      ->check(positive_number());
-  cmd->add_option("--rtol", c->options.judge.rtol, "Relative tolerance (default 1e-4)")
-      ->check(positive_number());
-  cmd->add_flag("--strict-tolerance", c->strict_tolerance,
-                "Do not widen the tolerance to 1.5x PyTorch eager's own error");
-  cmd->add_flag("--allow-tf32", c->options.judge.allow_tf32,
-                "Allow TF32 math (and the TF32 built-in)");
-  cmd->add_flag("--allow-bf16", c->options.allow_bf16, "Allow bf16 math (and the bf16 built-in)");
-  cmd->add_option("--seed", c->options.judge.seed,
-                  "Seed of the selector, agents and trials (default 1)");
-  cmd->add_option("--seeds", c->options.judge.seeds,
-                  "Verification trials per candidate (default 5)")
-      ->check(CLI::Range(1, 1000));
-  cmd->add_option("--runs", c->options.judge.timing_runs,
-                  "Timed runs per candidate, at most (default 100; on CUDA fewer where they would "
-                  "take over about 0.4 s, never under 20)")
-      ->check(CLI::Range(1, 100000));
-  cmd->add_flag("--no-grad-timing", c->no_grad_timing,
-                "Time candidates under torch.no_grad() (CUDA); by default timed calls record "
-                "autograd, as KernelBench's harness times them");
-  cmd->add_option("--timeout", c->timeout_s,
-                  "Seconds a candidate's worker may take in all before it is killed. Default: "
-                  "derived from the reference, a minute plus 1000 x eager's time once the problem "
-                  "is prepared (at most 600 s) and the candidate compiled (--compile-timeout)")
-      ->check(non_negative_number());
-  cmd->add_option(
-         "--compile-timeout", c->compile_timeout_s,
-         "Seconds a candidate's import and first call may take (JIT builds, torch.compile); "
-         "default 90 on the CPU, 300 on a GPU")
-      ->check(non_negative_number());
-  cmd->add_option("--cache-dir", c->cache_dir,
-                  "Reference and build cache (default ~/.cache/mblast)");
-  cmd->add_flag("--no-server", c->no_server,
-                "Judge in this process instead of the eval server, which keeps workers started "
-                "between runs on a GPU (MBLAST_EVAL_SERVER=0 does the same)");
+  add_search_options(cmd, *c);
+  add_judge_options(cmd, *c);
   cmd->add_flag("--json", c->json, "Print the result object as JSON on stdout");
   cmd->callback([&action, &globals, c, cmd] {
-    action = [c, cmd, &globals] {
-      auto& o = c->options;
-      o.max_evaluations = c->max_evaluations;
-      o.time_limit_minutes = c->time_limit;
-      o.max_tokens = c->max_tokens;
-      o.max_cost_usd = c->max_cost;
-      o.judge.timeout = std::chrono::seconds(c->timeout_s);
-      if (c->no_grad_timing) o.judge.timing_autograd = false;
-      if (c->strict_tolerance) o.judge.tolerance_policy = "strict";
-      o.judge.compile_timeout = std::chrono::seconds(c->compile_timeout_s);
-      o.judge.cache_dir = c->cache_dir;
-      o.eval_server = !c->no_server;
-      if (!c->config.empty()) o.llm_config = c->config;
-      if (!globals.kb_path.empty()) o.kb = globals.kb();
-      Progress progress(globals.quiet);
-      std::signal(SIGINT, on_stop_signal);
-      std::signal(SIGTERM, on_stop_signal);
-      RunSummary result;
-      if (!c->resume.empty()) {
-        if (!c->problem.empty()) {
-          throw input_error("--resume takes no PROBLEM: the run directory names it",
-                            "run `mblast optimize --resume " + c->resume + "`");
-        }
-        o.out = c->out;
-        check_options_on_resume(*cmd, options_to_json(o), c->resume);
-        nlohmann::json overrides = nlohmann::json::object();
-        const auto given = [&](const char* flag) { return cmd->count(flag) > 0; };
-        if (given("--iterations")) overrides["iterations"] = o.iterations;
-        if (given("--steps")) overrides["steps"] = o.steps;
-        if (given("--max-evaluations")) overrides["max_evaluations"] = *o.max_evaluations;
-        if (given("--time-limit")) overrides["time_limit_minutes"] = *o.time_limit_minutes;
-        if (given("--max-tokens")) overrides["max_tokens"] = *o.max_tokens;
-        if (given("--max-cost")) overrides["max_cost_usd"] = *o.max_cost_usd;
-        if (given("--llm")) overrides["llm"] = o.llm;
-        if (c->no_server) overrides["eval_server"] = false;
-        result = resume_optimize(c->resume, overrides, backend_registry(), std::ref(progress));
-      } else {
-        if (c->problem.empty()) {
-          throw input_error("no PROBLEM given",
-                            "run `mblast optimize PROBLEM.py`, or --resume RUN_DIR");
-        }
-        o.problem = c->problem;
-        o.out = c->out;
-        result = optimize(o, backend_registry(), std::ref(progress));
-      }
-      if (c->json) {
-        std::cout << result.to_json().dump(2) << "\n";
-      } else {
-        print_summary(result);
-      }
-      const std::string& status = result.status;
-      return status == "llm_error" || status == "interrupted" ? 1 : 0;
-    };
+    action = [c, cmd, &globals] { return run_optimize(*c, *cmd, globals); };
   });
 }
 

@@ -609,7 +609,8 @@ Evaluation Loop::write_and_judge(const std::string& stem, const std::string& sou
 }
 
 Evaluation Loop::builtin(const Choice& choice, int global) {
-  const std::string transform = choice.technique.builtin.value("transform", "");
+  const std::string transform =
+      choice.technique.builtin ? choice.technique.builtin->transform : std::string();
   const auto made = backend_.builtin(transform, choice.base.file, choice.base.is_reference());
   if (!made.source) {
     // The transform found nothing better than the current kernel (or does not apply to it):
@@ -779,7 +780,8 @@ void Loop::take_compile_baseline(const TechniqueRow& technique, bool on_referenc
                                  const EvalResult& result) {
   const auto& compile = backend_.traits().compile_transform;
   if (compile.empty() || baseline_.compile_ms || !on_reference || !result.correct ||
-      technique.implementer != "builtin" || technique.builtin.value("transform", "") != compile)
+      technique.implementer != "builtin" || !technique.builtin ||
+      technique.builtin->transform != compile)
     return;
   set_compile_baseline(result.cand_ms, result.ref_ms);
 }

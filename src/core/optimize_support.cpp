@@ -60,15 +60,11 @@ std::vector<std::string> allowed_requirements(const OptimizeOptions& options,
 
 namespace {
 
-std::vector<std::string> builtin_list(const TechniqueRow& t, const char* field) {
-  std::vector<std::string> values;
-  if (!t.builtin.is_object() || !t.builtin.contains(field) || !t.builtin[field].is_array()) {
-    return values;
-  }
-  for (const auto& v : t.builtin[field]) {
-    if (v.is_string()) values.push_back(v.get<std::string>());
-  }
-  return values;
+// The built-in's list of that kind (groups, needs_ops, after); empty for LLM techniques.
+const std::vector<std::string>& builtin_list(const TechniqueRow& t,
+                                             std::vector<std::string> BuiltinSpec::*list) {
+  static const std::vector<std::string> none;
+  return t.builtin ? (*t.builtin).*list : none;
 }
 
 bool shares_a_group(const std::vector<std::string>& groups, const std::vector<TechniqueRow>& all,
@@ -76,7 +72,7 @@ bool shares_a_group(const std::vector<std::string>& groups, const std::vector<Te
   const auto applied = std::find_if(all.begin(), all.end(),
                                     [&](const TechniqueRow& t) { return t.id == applied_id; });
   if (applied == all.end()) return false;
-  for (const auto& group : builtin_list(*applied, "groups")) {
+  for (const auto& group : builtin_list(*applied, &BuiltinSpec::groups)) {
     if (std::find(groups.begin(), groups.end(), group) != groups.end()) return true;
   }
   return false;
@@ -84,7 +80,7 @@ bool shares_a_group(const std::vector<std::string>& groups, const std::vector<Te
 
 bool problem_has_needed_ops(const TechniqueRow& technique,
                             const std::vector<std::string>& problem_ops) {
-  const auto needed = builtin_list(technique, "needs_ops");
+  const auto& needed = builtin_list(technique, &BuiltinSpec::needs_ops);
   if (needed.empty() || problem_ops.empty()) return true;
   for (const auto& fragment : needed) {
     for (const auto& op : problem_ops) {
@@ -98,7 +94,7 @@ bool problem_has_needed_ops(const TechniqueRow& technique,
 // base, whatever its outcome), or cannot be picked in it (outside `only`).
 bool prerequisites_judged(const TechniqueRow& technique, const Current& current, const Tried& tried,
                           const std::vector<std::string>& only) {
-  for (const auto& id : builtin_list(technique, "after")) {
+  for (const auto& id : builtin_list(technique, &BuiltinSpec::after)) {
     if (!only.empty() && std::find(only.begin(), only.end(), id) == only.end()) continue;
     if (std::find(current.lineage.begin(), current.lineage.end(), id) != current.lineage.end())
       continue;
@@ -115,7 +111,7 @@ Base base_of(const Current& current) { return {current.file, current.lineage.siz
 
 std::optional<Base> builtin_base(const TechniqueRow& technique,
                                  const std::vector<TechniqueRow>& all, const Current& current) {
-  const auto groups = builtin_list(technique, "groups");
+  const auto& groups = builtin_list(technique, &BuiltinSpec::groups);
   for (std::size_t i = 0; i < current.lineage.size(); ++i) {
     if (current.lineage[i] == technique.id) return std::nullopt;
     if (!shares_a_group(groups, all, current.lineage[i])) continue;

@@ -155,10 +155,10 @@ void KnowledgeBase::add_technique(const TechniqueRow& row) {
         .bind(4, nlohmann::json(row.backends).dump())
         .bind(5, row.implementer)
         .bind(6, nlohmann::json(row.states).dump());
-    if (row.builtin.is_null()) {
-      stmt.bind(7, nullptr);
+    if (row.builtin) {
+      stmt.bind(7, row.builtin->to_json().dump());
     } else {
-      stmt.bind(7, row.builtin.dump());
+      stmt.bind(7, nullptr);
     }
     stmt.bind(8, std::int64_t{row.deprecated}).bind(9, row.origin).bind(10, utc_now()).run();
   });

@@ -103,7 +103,7 @@ TechniqueRow technique_from(const sql::Stmt& stmt) {
   row.backends = c.json("backends").get<std::vector<std::string>>();
   row.implementer = c.text("implementer");
   row.states = c.json("states").get<std::vector<std::string>>();
-  row.builtin = c.json("builtin");
+  row.builtin = BuiltinSpec::from_json(c.json("builtin"));
   row.deprecated = c.integer("deprecated") != 0;
   row.origin = c.text("origin");
   return row;

@@ -9,10 +9,8 @@ std::vector<Slot> slots_from_signature(const ProfileSignature& signature, bool p
                                        const SlotConfig& config) {
   std::vector<Slot> ops;
   // Regions (the program's top-level calls) where the judge found them, else the profiler's ops.
-  const bool has_regions =
-      signature.to_json().is_object() && signature.to_json().contains("regions");
   if (per_op_slots) {
-    for (const auto& op : has_regions ? signature.regions() : signature.ops()) {
+    for (const auto& op : signature.lists_regions() ? signature.regions() : signature.ops()) {
       if (op.name.empty() || op.share < config.min_share) continue;
       ops.push_back({op.name, op.share, 0, 0});
     }

@@ -20,11 +20,9 @@ std::string unavailable(const TechniqueRow& t, const std::string& backend,
   if (!contains(t.backends, backend)) return "not for " + backend;
   if (t.deprecated) return "deprecated";
   if (t.implementer == "llm" && !config.llm_available) return "needs an LLM";
-  if (t.implementer == "builtin" && t.builtin.is_object() && t.builtin.contains("requires")) {
-    for (const auto& requirement : t.builtin["requires"]) {
-      if (!contains(config.allowed_requirements, requirement.get<std::string>())) {
-        return "needs " + requirement.get<std::string>();
-      }
+  if (t.implementer == "builtin" && t.builtin) {
+    for (const auto& requirement : t.builtin->requirements) {
+      if (!contains(config.allowed_requirements, requirement)) return "needs " + requirement;
     }
   }
   return {};

@@ -29,6 +29,7 @@ ProfileSignature ProfileSignature::from_json(const nlohmann::json& object) {
   }
   s.ops_ = shares(object, "ops");
   s.regions_ = shares(object, "regions");
+  s.lists_regions_ = object.contains("regions");
   s.kernels_ = shares(object, "kernels");
   return s;
 }
