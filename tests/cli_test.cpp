@@ -19,6 +19,7 @@ namespace {
 
 using testing::run_mblast;
 using testing::TempDir;
+namespace fs = std::filesystem;
 
 std::vector<std::string> with_kb(const TempDir& dir, std::vector<std::string> args,
                                  const std::string& name = "kb.sqlite") {
@@ -111,6 +112,7 @@ TEST(Cli, HelpExplainsEveryCommandAndFlag) {
         "--json"}},
       {{"kb", "merge", "--help"}, {"INPUTS", "--output"}},
       {{"doctor", "--help"}, {"--json"}},
+      {{"regions", "--help"}, {"PROBLEM", "--device", "--timeout", "--json", "torch.fx"}},
   };
   for (const auto& [args, words] : expected) {
     auto result = run_mblast(args);
@@ -122,6 +124,26 @@ TEST(Cli, HelpExplainsEveryCommandAndFlag) {
   auto version = run_mblast({"--version"});
   EXPECT_EQ(version.exit_code, 0);
   EXPECT_NE(version.out.find("mblast "), std::string::npos);
+}
+
+TEST(Cli, RegionsShowsAProblemsOpsTheirSharesAndItsWindows) {
+  const auto problem = fs::path(MBLAST_SOURCE_DIR) / "tests" / "problems" / "conv_small.py";
+  const auto result = run_mblast({"regions", problem.string(), "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto regions = nlohmann::json::parse(result.out);
+  EXPECT_TRUE(regions.at("captured").get<bool>());
+  EXPECT_TRUE(regions.at("windows_recompose").get<bool>());
+  double total = 0;
+  for (const auto& op : regions.at("ops")) total += op.at("share").get<double>();
+  EXPECT_NEAR(total, 1.0, 1e-6);
+  const auto text = run_mblast({"regions", problem.string()});
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.out.find("region windows"), std::string::npos) << text.out;
+  const auto no_model = fs::path(MBLAST_SOURCE_DIR) / "tests" / "problems" / "no_model.py";
+  const auto bad = run_mblast({"regions", no_model.string()});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("Model"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("fix:"), std::string::npos) << bad.err;
 }
 
 TEST(Cli, QueryListsSeedTechniquesAsJson) {

@@ -156,6 +156,7 @@ int run(int argc, char** argv) {
   register_doctor(app, globals, action);
   register_llm(app, globals, action);
   register_report(app, globals, action);
+  register_regions(app, globals, action);
   register_internal(app, globals, action);
 
   try {

@@ -27,6 +27,7 @@ void register_eval(CLI::App& app, Globals& globals, Action& action);
 void register_llm(CLI::App& app, Globals& globals, Action& action);
 void register_optimize(CLI::App& app, Globals& globals, Action& action);
 void register_report(CLI::App& app, Globals& globals, Action& action);
+void register_regions(CLI::App& app, Globals& globals, Action& action);
 void register_internal(CLI::App& app, Globals& globals, Action& action);  // hidden
 
 // --backend, --device and every backend's own options (the registry's), as `eval` and

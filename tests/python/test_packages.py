@@ -12,7 +12,7 @@ import pytest
 
 from conftest import WORKER_DIR, worker_env
 
-PACKAGES = ("mblast_worker", "mblast_bundle", "mblast_builtin", "mblast_cuda", "mblast_export")
+PACKAGES = ("mblast_worker", "mblast_bundle", "mblast_builtin", "mblast_cuda", "mblast_export", "mblast_regions")
 
 # What each package may import of the others.
 ALLOWED: Dict[str, Set[str]] = {
@@ -21,6 +21,7 @@ ALLOWED: Dict[str, Set[str]] = {
     "mblast_builtin": set(),
     "mblast_cuda": set(),
     "mblast_export": {"mblast_cuda"},
+    "mblast_regions": set(),
 }
 
 
@@ -46,7 +47,8 @@ def test_a_package_imports_only_what_its_job_needs(package: str) -> None:
         assert not extra, f"{path.relative_to(WORKER_DIR)} imports {sorted(extra)}"
 
 
-@pytest.mark.parametrize("package", ["mblast_worker", "mblast_bundle", "mblast_builtin", "mblast_export"])
+@pytest.mark.parametrize("package",
+                         ["mblast_worker", "mblast_bundle", "mblast_builtin", "mblast_export", "mblast_regions"])
 def test_each_command_line_package_answers_bad_usage_with_its_usage(package: str) -> None:
     done = subprocess.run([sys.executable, "-m", package], env=worker_env(), capture_output=True, text=True,
                           timeout=120)

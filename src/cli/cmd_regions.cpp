@@ -1,0 +1,139 @@
+// `mblast regions PROBLEM`: the problem's Model as a graph of ops, each op's share of the measured
+// time and the region windows the model-level optimizer works on (worker/mblast_regions).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+#include "cli/app.hpp"
+#include "mblast/error.hpp"
+#include "mblast/process.hpp"
+#include "mblast/python.hpp"
+
+namespace mblast::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kFooter = R"(
+The Model is traced with torch.fx and run op by op on its example inputs (get_inputs) to measure
+each op's time. A window is a run of consecutive ops in which each op reads one before it; it
+closes at a quarter of the time or eight ops, and windows under 5 % of the time are left to the
+rest of the model. A model the tracer cannot follow (control flow on values) is reported with the
+reason; the optimizer then keeps it whole. The problem's own code runs here, unsandboxed, as the
+reference does in `mblast eval`: give it problems you trust.)";
+
+struct RegionsCommand {
+  std::string problem;
+  std::string device = "cpu";
+  double timeout_s = 300;
+  bool json = false;
+};
+
+std::string trimmed(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+nlohmann::json run_regions_worker(const RegionsCommand& c) {
+  if (!fs::is_regular_file(c.problem)) {
+    throw input_error("no such file: " + c.problem, "check the path");
+  }
+  std::string tried;
+  const auto python = find_torch_python(&tried);
+  if (!python) {
+    throw input_error("no Python with PyTorch found (tried " + tried + ")",
+                      "apt-get install python3-torch, or set MBLAST_PYTHON");
+  }
+  ProcessSpec spec;
+  spec.argv = {python->string(), "-m",    "mblast_regions", fs::absolute(c.problem).string(),
+               "--device",       c.device};
+  spec.env["PYTHONPATH"] = worker_directory().string();
+  spec.timeout = std::chrono::milliseconds(static_cast<long long>(c.timeout_s * 1000));
+  const ProcessResult result = run_process(spec);
+  if (!result.timed_out && result.exit_code == 2) {
+    throw input_error("the problem could not be loaded: " + trimmed(result.err),
+                      "check that it defines Model, get_inputs and get_init_inputs");
+  }
+  if (!result.ok()) {
+    throw job_error(
+        "finding the regions failed (" + result.describe() + "): " + trimmed(result.err),
+        result.timed_out ? "raise --timeout" : "run the problem with python3 alone");
+  }
+  try {
+    return nlohmann::json::parse(result.out);
+  } catch (const nlohmann::json::exception& e) {
+    throw job_error(std::string("the regions worker wrote no JSON: ") + e.what(),
+                    "report this with the problem file");
+  }
+}
+
+std::string percent(const nlohmann::json& share) {
+  return share.is_number() ? fmt::format("{:5.1f}%", share.get<double>() * 100) : "    -";
+}
+
+void print_regions(const RegionsCommand& c, const nlohmann::json& r) {
+  if (!r.value("captured", false)) {
+    std::cout << c.problem << ": not captured as a graph: " << r.value("failure", std::string())
+              << "\nthe optimizer keeps this model whole\n";
+    return;
+  }
+  const auto& ops = r.at("ops");
+  const auto& windows = r.at("windows");
+  std::cout << c.problem << ": " << ops.size() << " ops, " << windows.size()
+            << " region windows (largest share first)\n";
+  for (std::size_t i = 0; i < windows.size(); ++i) {
+    const auto& w = windows[i];
+    const auto& names = w.at("ops");
+    std::cout << fmt::format("  {:2}. {}  {} .. {} ({} op{})  reads {}  gives {}\n", i + 1,
+                             percent(w.at("share")), names.front().get<std::string>(),
+                             names.back().get<std::string>(), names.size(),
+                             names.size() == 1 ? "" : "s",
+                             fmt::join(w.at("inputs").get<std::vector<std::string>>(), ", "),
+                             fmt::join(w.at("outputs").get<std::vector<std::string>>(), ", "));
+  }
+  std::cout << "ops:\n";
+  for (const auto& op : ops) {
+    const std::string shape =
+        op.at("shape").is_array()
+            ? fmt::format("[{}]", fmt::join(op.at("shape").get<std::vector<long long>>(), ", "))
+            : "-";
+    std::cout << fmt::format("  {}  {:<28} {:<18} {}\n", percent(op.at("share")),
+                             op.at("name").get<std::string>(), op.at("op_type").get<std::string>(),
+                             shape);
+  }
+}
+
+int run_regions(const RegionsCommand& c) {
+  const nlohmann::json result = run_regions_worker(c);
+  if (c.json) {
+    std::cout << result.dump(2) << "\n";
+  } else {
+    print_regions(c, result);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_regions(CLI::App& app, Globals& /*globals*/, Action& action) {
+  auto c = std::make_shared<RegionsCommand>();
+  auto* regions = app.add_subcommand(
+      "regions",
+      "Show a problem's Model as the model-level optimizer sees it: its ops in order with their "
+      "share of the measured time, and the region windows (runs of connected ops)");
+  regions->add_option("PROBLEM", c->problem, "KernelBench problem file (Model, get_inputs, ...)")
+      ->required();
+  regions->add_option("--device", c->device, "Where to run and time the ops: cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  regions->add_option("--timeout", c->timeout_s, "Seconds the tracing and timing may take")
+      ->check(CLI::PositiveNumber);
+  regions->add_flag("--json", c->json, "Print the graph and windows as one JSON object");
+  regions->footer(kFooter);
+  regions->callback([&action, c] { action = [c] { return run_regions(*c); }; });
+}
+
+}  // namespace mblast::cli

@@ -1,0 +1,133 @@
+"""The program's regions (mblast_regions): capture, op time shares, windows, cutting a window out
+and putting another module in its place."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+
+from conftest import PROBLEMS, worker_env
+from mblast_regions.extract import region_module, replace_region, same_outputs
+from mblast_regions.graph import capture
+from mblast_regions.timing import op_times, time_shares
+from mblast_regions.windows import Window, region_windows
+
+
+class ConvBlock(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8 * 6 * 6, 5)
+        self.scale = nn.Parameter(torch.full((1,), 2.0))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.bn(self.conv(x)))
+        return self.fc((y * self.scale).flatten(1))
+
+
+class TwoBranches(nn.Module):
+    """Two chains that read the same input and meet at the end."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a = torch.sin(x).exp()
+        b = torch.cos(x).neg()
+        return a + b
+
+
+class ValueDependent(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2 if x.sum() > 0 else x - 1
+
+
+def _inputs() -> list:
+    torch.manual_seed(0)
+    return [torch.randn(2, 3, 6, 6)]
+
+
+def test_a_model_is_captured_as_ops_in_order_with_their_reads_and_shapes() -> None:
+    captured = capture(ConvBlock().eval(), _inputs())
+    assert captured.failure is None and captured.graph is not None
+    graph = captured.graph
+    assert [op.name for op in graph.ops] == ["conv", "bn", "relu", "mul", "flatten", "fc"]
+    assert graph.op("conv").kind == "module" and graph.op("conv").op_type == "Conv2d"
+    assert graph.op("conv").reads == ["x"] and graph.op("conv").shape == [2, 8, 6, 6]
+    assert graph.op("mul").reads == ["relu"]  # the parameter it reads is no op
+    assert graph.op("fc").shape == [2, 5] and graph.outputs == ["fc"]
+
+
+def test_a_model_whose_control_flow_depends_on_values_is_not_captured_and_says_why() -> None:
+    captured = capture(ValueDependent(), _inputs())
+    assert captured.module is None and captured.graph is None
+    assert captured.failure is not None and "trace" in captured.failure
+
+
+def test_every_op_gets_a_measured_share_and_the_shares_add_up() -> None:
+    captured = capture(ConvBlock().eval(), _inputs())
+    assert captured.module is not None and captured.graph is not None
+    seconds = op_times(captured.module, _inputs(), repeats=3)
+    assert set(seconds) == {op.name for op in captured.graph.ops} and all(s > 0 for s in seconds.values())
+    assert abs(sum(time_shares(seconds).values()) - 1.0) < 1e-9
+
+
+def test_windows_are_consecutive_connected_ops_closed_by_their_share() -> None:
+    graph = capture(ConvBlock().eval(), _inputs()).graph
+    assert graph is not None
+    shares = {"conv": 0.5, "bn": 0.1, "relu": 0.1, "mul": 0.1, "flatten": 0.0, "fc": 0.2}
+    windows = region_windows(graph, shares, target_share=0.25)
+    assert [w.ops for w in windows] == [["conv"], ["bn", "relu", "mul"], ["flatten", "fc"]]
+    assert windows[1].inputs == ["conv"] and windows[1].outputs == ["mul"]
+    assert abs(windows[1].share - 0.3) < 1e-9
+    # A window under the smallest share is left to the rest of the model.
+    assert [w.ops for w in region_windows(graph, shares, target_share=0.25, min_share=0.25)] == [
+        ["conv"], ["bn", "relu", "mul"]]
+
+
+def test_a_branch_that_does_not_read_the_window_starts_a_new_one() -> None:
+    graph = capture(TwoBranches(), _inputs()).graph
+    assert graph is not None
+    shares = {op.name: 0.2 for op in graph.ops}
+    windows = region_windows(graph, shares, target_share=1.0)
+    assert sorted(w.ops for w in windows) == [["cos", "neg", "add"], ["sin", "exp"]]
+    first = next(w for w in windows if w.ops[0] == "sin")
+    assert first.inputs == ["x"] and first.outputs == ["exp"]  # read by add, after it
+
+
+def test_a_window_cut_out_and_put_back_computes_what_the_model_does() -> None:
+    model = ConvBlock().eval()
+    captured = capture(model, _inputs())
+    assert captured.module is not None and captured.graph is not None
+    for window in region_windows(captured.graph, time_shares(op_times(captured.module, _inputs())), min_share=0.0):
+        region = region_module(captured.module, window)
+        assert same_outputs(model, replace_region(captured.module, window, region), _inputs()), window.ops
+    assert same_outputs(model, captured.module, _inputs())  # replacing left the captured module as it was
+
+
+def test_a_region_replaced_by_another_implementation_changes_only_that_region() -> None:
+    model = TwoBranches()
+    captured = capture(model, _inputs())
+    assert captured.module is not None
+    window = Window(ops=["sin", "exp"], share=0.4, inputs=["x"], outputs=["exp"])
+
+    class Doubled(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return 2 * torch.sin(x).exp()
+
+    replaced = replace_region(captured.module, window, Doubled())
+    x = _inputs()[0]
+    assert torch.allclose(replaced(x), 2 * torch.sin(x).exp() - torch.cos(x))
+
+
+def test_the_command_line_prints_the_graph_and_windows_of_a_problem() -> None:
+    done = subprocess.run([sys.executable, "-m", "mblast_regions", str(PROBLEMS / "conv_small.py")], env=worker_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["captured"] is True and result["ops"] and result["windows_recompose"] is True
+    assert abs(sum(op["share"] for op in result["ops"]) - 1.0) < 1e-6
+    missing = subprocess.run([sys.executable, "-m", "mblast_regions", str(Path(PROBLEMS / "no_such.py"))],
+                             env=worker_env(), capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and "no_such.py" in missing.stderr

@@ -1,0 +1,100 @@
+"""A Model captured as a graph of ops, with each op's output shape and the ops it reads."""
+
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, List, Optional, Sequence
+
+import torch
+from torch.fx import GraphModule, Node, symbolic_trace
+from torch.fx.passes.shape_prop import ShapeProp
+
+OP_KINDS = {"call_module": "module", "call_function": "function", "call_method": "method"}
+
+
+@dataclass
+class OpNode:
+    name: str  # the graph's name for it, unique
+    kind: str  # "module", "function" or "method"
+    target: str  # the submodule's path, or the function's or method's name
+    op_type: str  # the submodule's class (Conv2d) or the function's name (relu)
+    reads: List[str]  # the ops and graph inputs it reads, in argument order
+    shape: Optional[List[int]] = None  # of its output, where that is one tensor
+    dtype: Optional[str] = None
+
+
+@dataclass
+class RegionGraph:
+    inputs: List[str]
+    ops: List[OpNode]
+    outputs: List[str]  # the ops and inputs the model returns
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"inputs": self.inputs, "ops": [asdict(op) for op in self.ops], "outputs": self.outputs}
+
+    def op(self, name: str) -> OpNode:
+        for op in self.ops:
+            if op.name == name:
+                return op
+        raise KeyError(name)
+
+
+@dataclass
+class Capture:
+    module: Optional[GraphModule]
+    graph: Optional[RegionGraph]
+    failure: Optional[str] = None  # why the model could not be captured: the run keeps it whole
+
+
+def capture(model: torch.nn.Module, example_inputs: Sequence[Any]) -> Capture:
+    """Traces the model symbolically and propagates the example inputs for shapes. A model whose
+    control flow depends on its values, or that calls what the tracer cannot follow, is no graph:
+    the failure says why."""
+    try:
+        module = symbolic_trace(model)
+    except Exception as exc:  # noqa: BLE001 - any tracing error means: keep the model whole
+        return Capture(None, None, f"torch.fx could not trace the model: {type(exc).__name__}: {exc}")
+    try:
+        with torch.no_grad():
+            ShapeProp(module).propagate(*example_inputs)
+    except Exception as exc:  # noqa: BLE001
+        return Capture(None, None, f"the traced graph did not run on the inputs: {type(exc).__name__}: {exc}")
+    return Capture(module, describe(module))
+
+
+def describe(module: GraphModule) -> RegionGraph:
+    inputs: List[str] = []
+    ops: List[OpNode] = []
+    outputs: List[str] = []
+    for node in module.graph.nodes:
+        if node.op == "placeholder":
+            inputs.append(node.name)
+        elif node.op in OP_KINDS:
+            ops.append(_op_node(module, node))
+        elif node.op == "output":
+            outputs = [n.name for n in _nodes_in(node.args)]
+    return RegionGraph(inputs, ops, outputs)
+
+
+def _op_node(module: GraphModule, node: Node) -> OpNode:
+    if node.op == "call_module":
+        target = str(node.target)
+        op_type = type(module.get_submodule(target)).__name__
+    elif node.op == "call_method":
+        target = op_type = str(node.target)
+    else:
+        target = getattr(node.target, "__qualname__", None) or getattr(node.target, "__name__", str(node.target))
+        op_type = getattr(node.target, "__name__", target)
+    reads = [n.name for n in _nodes_in((node.args, node.kwargs)) if n.op != "get_attr"]
+    meta = node.meta.get("tensor_meta")
+    shape = list(meta.shape) if meta is not None and hasattr(meta, "shape") else None
+    dtype = str(meta.dtype).replace("torch.", "") if meta is not None and hasattr(meta, "dtype") else None
+    return OpNode(node.name, OP_KINDS[node.op], target, op_type, _unique(reads), shape, dtype)
+
+
+def _nodes_in(args: Any) -> List[Node]:
+    found: List[Node] = []
+    torch.fx.node.map_arg(args, lambda n: found.append(n) or n)
+    return found
+
+
+def _unique(names: List[str]) -> List[str]:
+    return list(dict.fromkeys(names))
