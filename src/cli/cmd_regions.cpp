@@ -23,8 +23,8 @@ The Model is traced with torch.fx and run op by op on its example inputs (get_in
 each op's time. A window is a run of consecutive ops in which each op reads one before it; it
 closes at a quarter of the time or eight ops, and windows under 5 % of the time are left to the
 rest of the model. A model the tracer cannot follow (control flow on values) is reported with the
-reason; the optimizer then keeps it whole. The problem's own code runs here, unsandboxed, as the
-reference does in `mblast eval`: give it problems you trust.)";
+reason; the optimizer then keeps it whole. The problem's own code runs here in a plain Python
+process, outside the judge's sandbox: give it problems you trust.)";
 
 struct RegionsCommand {
   std::string problem;
