@@ -14,6 +14,9 @@ std::vector<std::string> python_candidates();
 // `tried` receives what was tried when none fits.
 std::optional<std::filesystem::path> find_torch_python(std::string* tried = nullptr);
 
+// find_torch_python, or an input error that says what was tried and how to get PyTorch.
+std::filesystem::path require_torch_python();
+
 // The Python worker package folder (PYTHONPATH for `python3 -m mblast_worker`): $MBLAST_WORKER_DIR
 // if set, else the copy compiled into this binary, written once to
 // default_cache_dir()/worker-<content hash> ($XDG_CACHE_HOME/mblast, else ~/.cache/mblast).

@@ -301,17 +301,12 @@ PreparedEval prepare_eval(EvalCommand& c) {
     throw input_error("--export writes KernelBench CUDA files",
                       "drop --export for " + options.backend);
   }
-  std::string tried;
-  auto python = find_torch_python(&tried);
-  if (!python) {
-    throw input_error("no Python with PyTorch found (tried " + tried + ")",
-                      "apt-get install python3-torch, or set MBLAST_PYTHON");
-  }
+  const std::filesystem::path python = require_torch_python();
   if (options.cache_dir.empty()) options.cache_dir = default_cache_dir();
   // Absolute: workers run in their own temporary directories.
   options.cache_dir = std::filesystem::absolute(options.cache_dir);
   options.use_server = !c.no_server;
-  return {row, *python, candidates};
+  return {row, python, candidates};
 }
 
 int run_eval(EvalCommand& c) {

@@ -42,15 +42,9 @@ nlohmann::json run_regions_worker(const RegionsCommand& c) {
   if (!fs::is_regular_file(c.problem)) {
     throw input_error("no such file: " + c.problem, "check the path");
   }
-  std::string tried;
-  const auto python = find_torch_python(&tried);
-  if (!python) {
-    throw input_error("no Python with PyTorch found (tried " + tried + ")",
-                      "apt-get install python3-torch, or set MBLAST_PYTHON");
-  }
   ProcessSpec spec;
-  spec.argv = {python->string(), "-m",    "mblast_regions", fs::absolute(c.problem).string(),
-               "--device",       c.device};
+  spec.argv = {require_torch_python().string(),  "-m",       "mblast_regions",
+               fs::absolute(c.problem).string(), "--device", c.device};
   spec.env["PYTHONPATH"] = worker_directory().string();
   spec.timeout = std::chrono::milliseconds(static_cast<long long>(c.timeout_s * 1000));
   const ProcessResult result = run_process(spec);

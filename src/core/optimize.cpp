@@ -15,16 +15,6 @@ using namespace optimize_detail;
 
 namespace {
 
-fs::path find_python() {
-  std::string tried;
-  auto python = find_torch_python(&tried);
-  if (!python) {
-    throw input_error("no Python with PyTorch found (tried " + tried + ")",
-                      "apt-get install python3-torch, or set MBLAST_PYTHON");
-  }
-  return *python;
-}
-
 EvalOptions eval_options(const OptimizeOptions& o) {
   EvalOptions e;
   static_cast<JudgeOptions&>(e) = o.judge;
@@ -40,7 +30,7 @@ RunSummary run_loop(const OptimizeOptions& options, const BackendRows& backends,
   Resumed resumed = Resumed::from(run);
   KnowledgeBase kb(options.kb);
   Agents agents = make_agents(options, resumed.tokens, resumed.cost_usd);
-  BackendContext context{eval_options(options), find_python(),
+  BackendContext context{eval_options(options), require_torch_python(),
                          static_cast<std::size_t>(options.prestart)};
   auto backend = find_backend(backends, options.judge.backend).make(context);
   return Loop(options, *backend, kb, agents, run, std::move(resumed), progress).run();

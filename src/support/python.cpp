@@ -50,6 +50,16 @@ std::optional<fs::path> find_torch_python(std::string* tried) {
   return std::nullopt;
 }
 
+fs::path require_torch_python() {
+  std::string tried;
+  auto python = find_torch_python(&tried);
+  if (!python) {
+    throw input_error("no Python with PyTorch found (tried " + tried + ")",
+                      "apt-get install python3-torch, or set MBLAST_PYTHON");
+  }
+  return *python;
+}
+
 fs::path worker_directory() {
   if (auto configured = env_or_empty("MBLAST_WORKER_DIR"); !configured.empty()) return configured;
   const auto& files = embedded::worker::files();

@@ -21,7 +21,7 @@ ALLOWED: Dict[str, Set[str]] = {
     "mblast_builtin": set(),
     "mblast_cuda": set(),
     "mblast_export": {"mblast_cuda"},
-    "mblast_regions": set(),
+    "mblast_regions": {"mblast_worker"},
 }
 
 

@@ -2,29 +2,29 @@
 each op's measured time share and the region windows, as one JSON object on stdout."""
 
 import argparse
-import importlib.util
 import json
 import sys
 from typing import Any, Dict, List, Optional
 
 import torch
 
-from .extract import region_module, replace_region, same_outputs
+from mblast_worker.errors import TaskError
+from mblast_worker.loader import call_input_fn, construct, load_problem
+
+from .extract import outputs_of, region_module, replace_region, same_values
 from .graph import capture
 from .timing import op_times, time_shares
 from .windows import region_windows
 
 
-def regions_of(path: str, device: str, seed: int = 0) -> Dict[str, Any]:
-    spec = importlib.util.spec_from_file_location("mblast_problem", path)
-    if spec is None or spec.loader is None:
-        raise ValueError(f"{path} is not a Python file")
-    problem = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(problem)
-    torch.manual_seed(seed)
-    init = problem.get_init_inputs() if hasattr(problem, "get_init_inputs") else []
-    model = problem.Model(*init).to(device).eval()
-    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
+def regions_of(path: str, device_name: str, seed: int = 0) -> Dict[str, Any]:
+    """Loaded, built and called as the judge does (mblast_worker.loader): a problem it would
+    refuse raises TaskError here too."""
+    device = torch.device(device_name)
+    problem = load_problem(path)
+    model = construct(problem.model_cls, call_input_fn(problem, "get_init_inputs"), seed, device, path,
+                      TaskError).eval()
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in call_input_fn(problem, "get_inputs")]
     captured = capture(model, inputs)
     if captured.module is None or captured.graph is None:
         return {"captured": False, "failure": captured.failure}
@@ -32,7 +32,9 @@ def regions_of(path: str, device: str, seed: int = 0) -> Dict[str, Any]:
     windows = region_windows(captured.graph, shares)
     # Each window cut out and put back must compute what the model does.
     module = captured.module
-    checks = [same_outputs(model, replace_region(module, w, region_module(module, w)), inputs) for w in windows]
+    expected = outputs_of(model, inputs)
+    checks = [same_values(expected, outputs_of(replace_region(module, w, region_module(module, w)), inputs))
+              for w in windows]
     ops: List[Dict[str, Any]] = captured.graph.to_json()["ops"]
     for op in ops:
         op["share"] = shares.get(op["name"], 0.0)
@@ -47,8 +49,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         result = regions_of(args.problem, args.device)
-    except (OSError, ValueError, AttributeError) as exc:
-        sys.stderr.write(f"mblast_regions: {args.problem}: {exc}\n")
+    except TaskError as exc:
+        sys.stderr.write(f"mblast_regions: {exc.message}\n")
         return 2
     sys.stdout.write(json.dumps(result) + "\n")
     return 0

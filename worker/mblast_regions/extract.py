@@ -2,7 +2,7 @@
 replaced by another module while the rest stays as it was."""
 
 import operator
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Tuple
 
 import torch
 from torch.fx import Graph, GraphModule, Node
@@ -75,11 +75,18 @@ def _copier(graph: Graph, env: Dict[Node, Node]) -> Callable[[Node], Node]:
     return copy
 
 
-def same_outputs(a: torch.nn.Module, b: torch.nn.Module, inputs: Any) -> bool:
-    """Whether two modules give the same values on the inputs (exactly: a region cut out and put
-    back computes the same ops in the same order)."""
+def outputs_of(module: torch.nn.Module, inputs: Any) -> Tuple[Any, ...]:
+    """The module's outputs on the inputs, as a tuple, without autograd."""
     with torch.no_grad():
-        x, y = a(*inputs), b(*inputs)
-    xs = x if isinstance(x, (tuple, list)) else (x,)
-    ys = y if isinstance(y, (tuple, list)) else (y,)
+        out = module(*inputs)
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+def same_values(xs: Tuple[Any, ...], ys: Tuple[Any, ...]) -> bool:
+    """Exactly equal (a region cut out and put back computes the same ops in the same order)."""
     return len(xs) == len(ys) and all(torch.equal(p, q) for p, q in zip(xs, ys))
+
+
+def same_outputs(a: torch.nn.Module, b: torch.nn.Module, inputs: Any) -> bool:
+    """Whether two modules give exactly the same values on the inputs."""
+    return same_values(outputs_of(a, inputs), outputs_of(b, inputs))
