@@ -90,11 +90,17 @@ class FakeBackend : public Backend {
   std::string assemble(const std::vector<std::pair<std::string, std::string>>& files) override {
     return files.front().second + "\n";
   }
-  Builtin builtin(const std::string& transform, const fs::path& file, bool is_reference) override {
+  // A region's candidate is "# transform NAME@OP1,OP2" (speedups can be set for it apart).
+  Builtin builtin(const std::string& transform, const fs::path& file, bool is_reference,
+                  const std::vector<std::string>& region_ops) override {
     if (transform == "reference") return {"# reference\n", ""};
-    builtin_calls.push_back({transform, file, is_reference});
-    return {"# transform " + transform + "\n", ""};
+    builtin_calls.push_back({transform, file, is_reference, region_ops});
+    std::string name = transform;
+    for (std::size_t i = 0; i < region_ops.size(); ++i) name += (i ? "," : "@") + region_ops[i];
+    return {"# transform " + name + "\n", ""};
   }
+  std::optional<ProgramRegions> regions;  // what program_regions() answers
+  std::optional<ProgramRegions> program_regions() override { return regions; }
   bool export_for_harness(const fs::path&, const fs::path&) override { return false; }
   void set_deadline(std::chrono::steady_clock::time_point until) override { deadline = until; }
 
@@ -102,6 +108,7 @@ class FakeBackend : public Backend {
     std::string transform;
     fs::path file;
     bool is_reference = false;
+    std::vector<std::string> region_ops;
   };
   std::vector<BuiltinCall> builtin_calls;  // the transforms asked for, and what they applied to
   std::map<std::string, double> speedups;  // built-in transform -> the speedup it reaches
@@ -645,6 +652,143 @@ TEST_F(Eligibility, ConvolutionBuiltinsNeedAConvolution) {
     EXPECT_EQ(unknown.count(id), 1u) << id;  // no profile: nothing filtered
   }
   EXPECT_EQ(elementwise.count("cuda/builtin-torch-compile"), 1u);
+}
+
+// A region's slot takes the built-ins that take a region, applied to the reference whatever the
+// current implementation is; one tried in a region is still untried for the whole model.
+TEST_F(Eligibility, ARegionSlotTakesRegionBuiltinsOnTheReference) {
+  KnowledgeBase kb(dir_ / "kb.sqlite");
+  const auto all = kb.techniques("cuda");
+  optimize_detail::Current current;
+  current.file = "s002.py";
+  current.is_reference = false;
+  current.lineage = {"cuda/builtin-cuda-graph"};
+  current.ancestry = {"reference.py"};
+  const std::string region = "region:conv1..relu";
+  const auto chosen =
+      optimize_detail::eligible_techniques(all, region, current, {}, {}, false, {"aten::conv2d"});
+  std::set<std::string> ids;
+  for (const auto& t : chosen.techniques) {
+    if (t.implementer == "builtin") ids.insert(t.id);
+  }
+  EXPECT_EQ(ids,
+            (std::set<std::string>{"cuda/builtin-torch-compile", "cuda/builtin-cudnn-benchmark"}));
+  EXPECT_EQ(chosen.base_for(*kb.technique("cuda/builtin-torch-compile"), current).file,
+            "reference.py");
+  // Tried in the region: not again there, still for the whole model.
+  const optimize_detail::Tried tried = {
+      {"reference.py", optimize_detail::applied_name("cuda/builtin-torch-compile", region)}};
+  auto has = [&](const std::string& slot, const std::string& id) {
+    for (const auto& t : optimize_detail::eligible_techniques(all, slot, current, tried, {}, false,
+                                                              {"aten::conv2d"})
+                             .techniques) {
+      if (t.id == id) return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(has(region, "cuda/builtin-torch-compile"));
+  EXPECT_TRUE(has("model", "cuda/builtin-torch-compile"));
+  // An implementation whose ancestry is unknown (an old run) gives a region no base.
+  current.ancestry.clear();
+  EXPECT_FALSE(has(region, "cuda/builtin-cudnn-benchmark"));
+}
+
+TEST_F(Eligibility, AWholeModelCompileReplacesARegionCompile) {
+  KnowledgeBase kb(dir_ / "kb.sqlite");
+  optimize_detail::Current current;
+  current.file = "s001.py";
+  current.is_reference = false;
+  current.lineage = {
+      optimize_detail::applied_name("cuda/builtin-torch-compile", "region:conv1..relu")};
+  current.ancestry = {"reference.py"};
+  const auto base = optimize_detail::builtin_base(*kb.technique("cuda/builtin-torch-compile"),
+                                                  kb.techniques("cuda"), current);
+  ASSERT_TRUE(base.has_value());  // not "in the lineage already": that was a region's compile
+  EXPECT_EQ(base->file, "reference.py");
+  EXPECT_EQ(optimize_detail::technique_of(current.lineage[0]), "cuda/builtin-torch-compile");
+}
+
+ProgramRegions two_windows() {
+  return ProgramRegions::from_json(
+      {{"captured", true},
+       {"ops",
+        {{{"name", "conv1"}, {"op_type", "Conv2d"}},
+         {{"name", "relu"}, {"op_type", "relu"}},
+         {{"name", "linear"}, {"op_type", "Linear"}}}},
+       {"windows",
+        {{{"ops", {"conv1", "relu"}}, {"share", 0.6}, {"inputs", {"x"}}, {"outputs", {"relu"}}},
+         {{"ops", {"linear"}},
+          {"share", 0.3},
+          {"inputs", {"flatten"}},
+          {"outputs", {"linear"}}}}}});
+}
+
+// --regions: the windows become slots beside the whole model; once the whole model has nothing
+// left to try, a step goes to a region, whose built-in gets the window's ops and the reference.
+TEST_F(LoopTest, WithRegionsAStepAppliesARegionBuiltinToTheReference) {
+  backend_.regions = two_windows();
+  backend_.speedups = {{"torch_compile", 1.5}, {"torch_compile@conv1,relu", 1.2}};
+  auto o = with_compile_transform("cuda/builtin-torch-compile", 3);
+  o.regions = true;
+  const auto summary = run_builtins(o);
+  const auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[0]["slot"], "model");
+  EXPECT_EQ(steps[1]["slot"], "region:conv1..relu");  // the larger window first
+  EXPECT_EQ(steps[2]["slot"], "region:linear");
+  ASSERT_EQ(backend_.builtin_calls.size(), 3u);
+  EXPECT_TRUE(backend_.builtin_calls[0].region_ops.empty());
+  EXPECT_EQ(backend_.builtin_calls[1].region_ops, (std::vector<std::string>{"conv1", "relu"}));
+  EXPECT_TRUE(backend_.builtin_calls[1].is_reference);
+  EXPECT_EQ(backend_.builtin_calls[2].region_ops, (std::vector<std::string>{"linear"}));
+  EXPECT_DOUBLE_EQ(summary["best_speedup"].get<double>(), 1.5);  // the slower region lost
+  EXPECT_EQ(summary["status"], "finished");
+  EXPECT_EQ(run_dir().config()["regions"]["windows"].size(), 2u);
+}
+
+// A built-in that needs certain ops (cuDNN autotuning: a convolution) goes only to the regions
+// that hold them.
+TEST_F(LoopTest, ARegionBuiltinGoesOnlyWhereItsOpsAre) {
+  backend_.regions = two_windows();
+  auto o = options(4);
+  o.techniques = {"cuda/builtin-cudnn-benchmark"};
+  o.regions = true;
+  run_builtins(o);
+  const auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0]["slot"], "model");
+  EXPECT_EQ(steps[1]["slot"], "region:conv1..relu");  // region:linear holds no convolution
+}
+
+TEST(ProgramRegions, WindowsReadTheirOpsKindsAndRoundTrip) {
+  const ProgramRegions regions = two_windows();
+  ASSERT_EQ(regions.windows.size(), 2u);
+  EXPECT_EQ(regions.windows[0].op_kinds, (std::vector<std::string>{"conv2d", "relu"}));
+  EXPECT_EQ(regions.windows[0].slot_id(), "region:conv1..relu");
+  EXPECT_EQ(regions.windows[1].slot_id(), "region:linear");
+  const ProgramRegions again = ProgramRegions::from_json(regions.to_json());
+  EXPECT_EQ(again.windows[0].op_kinds, regions.windows[0].op_kinds);
+  EXPECT_EQ(again.windows[1].inputs, (std::vector<std::string>{"flatten"}));
+  EXPECT_TRUE(ProgramRegions::from_json({{"captured", false}, {"failure", "no"}}).windows.empty());
+  EXPECT_FALSE(ProgramRegions::from_json(nlohmann::json::array()).failure.empty());
+}
+
+TEST_F(LoopTest, AModelThatIsNoGraphIsKeptWhole) {
+  ProgramRegions none;
+  none.failure = "torch.fx could not trace the model: TraceError: data-dependent control flow";
+  backend_.regions = none;
+  backend_.speedups = {{"torch_compile", 1.5}};
+  auto o = with_compile_transform("cuda/builtin-torch-compile", 3);
+  o.regions = true;
+  const auto summary = run_builtins(o);
+  EXPECT_EQ(run_dir().steps().size(), 1u);  // the whole model's compile, then nothing left
+  ASSERT_EQ(backend_.builtin_calls.size(), 1u);
+  EXPECT_TRUE(backend_.builtin_calls[0].region_ops.empty());
+  EXPECT_EQ(summary["status"], "exhausted");            // nothing left to try: no region to go to
+  const auto recorded = run_dir().config()["regions"];  // the reason, kept with the run
+  EXPECT_EQ(recorded["captured"], false);
+  EXPECT_NE(recorded["failure"].get<std::string>().find("data-dependent control flow"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 #include "cuda/cuda_backend.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <utility>
 
 #include "cuda/cuda_eval.hpp"
@@ -13,6 +16,10 @@ namespace mblast {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Tracing the Model and timing its ops once (mblast_regions); a model that takes longer is kept
+// whole.
+constexpr std::chrono::seconds kRegionsTimeout{300};
 
 // A CUDA worker takes longer to start (PyTorch, a CUDA context, torch.compile's stack: 10-15 s on
 // the H200) than a compiled step of the loop takes to use one, so two are kept ahead there.
@@ -73,10 +80,21 @@ class CudaBackend final : public Backend {
     return files.front().second + "\n";
   }
 
-  Builtin builtin(const std::string& transform, const fs::path& current,
-                  bool current_is_reference) override {
+  Builtin builtin(const std::string& transform, const fs::path& current, bool current_is_reference,
+                  const std::vector<std::string>& region_ops) override {
     const fs::path base = current_is_reference ? options_.problem : current;
-    return {builtin_candidate(python_, transform, base, !current_is_reference), ""};
+    return {builtin_candidate(python_, transform, base, !current_is_reference, region_ops), ""};
+  }
+
+  std::optional<ProgramRegions> program_regions() override {
+    try {
+      return ProgramRegions::from_json(
+          run_regions_worker(options_.problem, options_.device, kRegionsTimeout));
+    } catch (const Error& e) {
+      ProgramRegions none;
+      none.failure = e.what();
+      return none;
+    }
   }
 
   bool export_for_harness(const fs::path& best, const fs::path& out) override {
@@ -148,10 +166,15 @@ std::unique_ptr<Backend> make_cuda_backend(const BackendTraits& traits,
 }
 
 std::string builtin_candidate(const fs::path& python, const std::string& transform,
-                              const fs::path& base, bool over) {
+                              const fs::path& base, bool over,
+                              const std::vector<std::string>& region_ops) {
   ProcessSpec spec;
   spec.argv = {python.string(), "-m", "mblast_builtin"};
   if (over) spec.argv.push_back("--over");
+  if (!region_ops.empty()) {
+    spec.argv.push_back("--region");
+    spec.argv.push_back(fmt::format("{}", fmt::join(region_ops, ",")));
+  }
   spec.argv.push_back(transform);
   spec.argv.push_back(fs::absolute(base).string());
   spec.env["PYTHONPATH"] = worker_directory().string();

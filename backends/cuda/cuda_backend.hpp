@@ -4,6 +4,8 @@
 // against the problem's PyTorch reference. Its built-ins are generated candidates
 // (mblast_builtin: CUDA graphs, torch.compile modes, channels-last, ...).
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "mblast/backend.hpp"
 
@@ -14,9 +16,11 @@ std::unique_ptr<Backend> make_cuda_backend(const BackendTraits& traits,
                                            const BackendContext& context);
 
 // The source of a built-in transform: of the problem's Model (`base` is the problem) or, with
-// over, of the candidate `base` (so that transforms compose with what earlier steps found).
-// Throws job_error when the transform cannot be generated.
+// over, of the candidate `base` (so that transforms compose with what earlier steps found); to the
+// region of `region_ops` alone when they are given. Throws job_error when the transform cannot be
+// generated.
 std::string builtin_candidate(const std::filesystem::path& python, const std::string& transform,
-                              const std::filesystem::path& base, bool over);
+                              const std::filesystem::path& base, bool over,
+                              const std::vector<std::string>& region_ops = {});
 
 }  // namespace mblast

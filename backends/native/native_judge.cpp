@@ -90,7 +90,9 @@ class NativeJudge final : public Backend {
   }
 
   Builtin builtin(const std::string& transform, const fs::path& current,
-                  bool /*current_is_reference*/) override {
+                  bool /*current_is_reference*/,
+                  const std::vector<std::string>& region_ops) override {
+    if (!region_ops.empty()) return {std::nullopt, "a native kernel has no regions"};
     try {
       return {native_->builtin_variant(transform, current, bundles_), ""};
     } catch (const Error& e) {

@@ -21,6 +21,7 @@
 #include "mblast/doctor_check.hpp"
 #include "mblast/eval_options.hpp"
 #include "mblast/eval_result.hpp"
+#include "mblast/program_regions.hpp"
 
 namespace mblast {
 
@@ -94,13 +95,18 @@ class Backend {
   // input_error when they do not make one.
   virtual std::string assemble(const std::vector<std::pair<std::string, std::string>>& files) = 0;
   // The source of built-in technique `transform` applied to `current` (the problem itself when
-  // current_is_reference); nullopt, with why, when it finds nothing to change.
+  // current_is_reference), to the region of `region_ops` only when those are given (the torch.fx
+  // ops of one of program_regions' windows); nullopt, with why, when it finds nothing to change.
   struct Builtin {
     std::optional<std::string> source;
     std::string why_not;
   };
   virtual Builtin builtin(const std::string& transform, const std::filesystem::path& current,
-                          bool current_is_reference) = 0;
+                          bool current_is_reference,
+                          const std::vector<std::string>& region_ops) = 0;
+  // The problem's Model as region windows (the model-level optimizer's slots); nullopt where the
+  // backend has none (native backends judge kernels, not PyTorch models).
+  virtual std::optional<ProgramRegions> program_regions() { return std::nullopt; }
   // Writes the best candidate in the form its users' harness takes (KernelBench's ModelNew for
   // CUDA); false when the backend has none.
   virtual bool export_for_harness(const std::filesystem::path& best,

@@ -33,11 +33,13 @@ struct StateRow {
 
 // How a built-in technique is applied (the "builtin" object of the catalogue): the backend's
 // transform, the options it requires (allow_tf32, torch_compile, ...), the groups whose members
-// do not stack, the ops the problem must have and the techniques it applies after. Read leniently
+// do not stack, the ops the problem must have, the techniques it applies after and whether it
+// also applies to one region of the model ("takes_region"). Read leniently
 // (entries that are not strings are left out); written back as it came.
 struct BuiltinSpec {
   std::string transform;
   std::vector<std::string> requirements, groups, needs_ops, after;  // requirements: "requires"
+  bool takes_region = false;  // applies to one region window as well as to the whole model
 
   // nullopt for anything but an object.
   static std::optional<BuiltinSpec> from_json(const nlohmann::json& object);

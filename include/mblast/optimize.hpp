@@ -38,6 +38,10 @@ struct OptimizeOptions {
   std::optional<std::int64_t> max_tokens;
   std::optional<double> max_cost_usd;
   bool allow_bf16 = false;
+  // Region windows of the Model (ModelBlaster's model-level optimizer) as slots beside the whole
+  // model: built-ins that take a region (region compile, cuDNN autotuning) apply to one window
+  // while the rest stays as the reference has it.
+  bool regions = false;
   std::filesystem::path kb;
   std::filesystem::path out;  // the run directory; empty: ./mblast-runs/<task>-<time>
   int prestart = 0;           // workers kept started ahead; 0: the backend chooses (BackendContext)

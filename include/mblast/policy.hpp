@@ -100,10 +100,12 @@ Selection select_technique(const std::vector<TechniqueRow>& techniques,
 // ---- Operator selector ------------------------------------------------------------------------
 
 struct Slot {
-  std::string id;         // "model", or an operator / region name
+  std::string id;         // "model", an operator's name, or a region window's slot id
   double time_share = 0;  // of the whole forward, 0..1
   int steps_without_gain = 0;
   int visits = 0;
+  std::vector<std::string> ops;       // a region window's torch.fx ops (empty for the others)
+  std::vector<std::string> op_kinds;  // and their kinds ("conv2d"), for built-ins' needs_ops
 };
 
 struct OperatorSelectorConfig {
@@ -117,6 +119,10 @@ double slot_priority(const Slot& slot, int total_visits, const OperatorSelectorC
 
 // The slot with the highest priority (ties: the first). Throws mblast::Error for no slots.
 std::size_t select_slot(const std::vector<Slot>& slots, const OperatorSelectorConfig& config);
+// Every slot's index, highest priority first (ties: in order): where a step goes when the first
+// slot has nothing left to try.
+std::vector<std::size_t> slots_by_priority(const std::vector<Slot>& slots,
+                                           const OperatorSelectorConfig& config);
 
 // Slots from a profile signature's top-level op time shares ("regions": [{"name", "share"}, ...],
 // else "ops"):

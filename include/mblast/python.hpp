@@ -1,9 +1,12 @@
 #pragma once
 // Finding the Python that runs the worker, and the worker's files.
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace mblast {
 
@@ -21,5 +24,12 @@ std::filesystem::path require_torch_python();
 // if set, else the copy compiled into this binary, written once to
 // default_cache_dir()/worker-<content hash> ($XDG_CACHE_HOME/mblast, else ~/.cache/mblast).
 std::filesystem::path worker_directory();
+
+// `python3 -m mblast_regions PROBLEM --device DEVICE`: the problem's Model as torch.fx ops with
+// their time shares and region windows (worker/mblast_regions), its JSON answer. The problem's
+// own code runs in a plain process without the environment's secrets. Throws input_error when the
+// problem cannot be loaded, job_error when the worker fails, times out or answers no JSON.
+nlohmann::json run_regions_worker(const std::filesystem::path& problem, const std::string& device,
+                                  std::chrono::milliseconds timeout);
 
 }  // namespace mblast

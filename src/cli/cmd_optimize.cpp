@@ -191,6 +191,7 @@ const std::map<std::string, std::string>& option_keys() {
       {"--strict-tolerance", "tolerance_policy"},
       {"--allow-tf32", "allow_tf32"},
       {"--allow-bf16", "allow_bf16"},
+      {"--regions", "regions"},
       {"--seed", "seed"},
       {"--seeds", "seeds"},
       {"--runs", "timing_runs"},
@@ -279,6 +280,10 @@ void add_judge_options(CLI::App* cmd, OptimizeCommand& c) {
   cmd->add_flag("--allow-tf32", c.options.judge.allow_tf32,
                 "Allow TF32 math (and the TF32 built-in)");
   cmd->add_flag("--allow-bf16", c.options.allow_bf16, "Allow bf16 math (and the bf16 built-in)");
+  cmd->add_flag("--regions", c.options.regions,
+                "Also work on region windows of the Model (`mblast regions` shows them): built-ins "
+                "that take a region (compile, cuDNN autotuning) apply to one window, the rest "
+                "stays as the reference has it (CUDA backend)");
   cmd->add_option("--seed", c.options.judge.seed,
                   "Seed of the selector, agents and trials (default 1)");
   cmd->add_option("--seeds", c.options.judge.seeds, "Verification trials per candidate (default 5)")

@@ -8,15 +8,11 @@
 #include <iostream>
 
 #include "cli/app.hpp"
-#include "mblast/error.hpp"
-#include "mblast/process.hpp"
 #include "mblast/python.hpp"
 
 namespace mblast::cli {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 constexpr const char* kFooter = R"(
 The Model is traced with torch.fx and run op by op on its example inputs (get_inputs) to measure
@@ -32,38 +28,6 @@ struct RegionsCommand {
   double timeout_s = 300;
   bool json = false;
 };
-
-std::string trimmed(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text;
-}
-
-nlohmann::json run_regions_worker(const RegionsCommand& c) {
-  if (!fs::is_regular_file(c.problem)) {
-    throw input_error("no such file: " + c.problem, "check the path");
-  }
-  ProcessSpec spec;
-  spec.argv = {require_torch_python().string(),  "-m",       "mblast_regions",
-               fs::absolute(c.problem).string(), "--device", c.device};
-  spec.env["PYTHONPATH"] = worker_directory().string();
-  spec.timeout = std::chrono::milliseconds(static_cast<long long>(c.timeout_s * 1000));
-  const ProcessResult result = run_process(spec);
-  if (!result.timed_out && result.exit_code == 2) {
-    throw input_error("the problem could not be loaded: " + trimmed(result.err),
-                      "check that it defines Model, get_inputs and get_init_inputs");
-  }
-  if (!result.ok()) {
-    throw job_error(
-        "finding the regions failed (" + result.describe() + "): " + trimmed(result.err),
-        result.timed_out ? "raise --timeout" : "run the problem with python3 alone");
-  }
-  try {
-    return nlohmann::json::parse(result.out);
-  } catch (const nlohmann::json::exception& e) {
-    throw job_error(std::string("the regions worker wrote no JSON: ") + e.what(),
-                    "report this with the problem file");
-  }
-}
 
 std::string percent(const nlohmann::json& share) {
   return share.is_number() ? fmt::format("{:5.1f}%", share.get<double>() * 100) : "    -";
@@ -82,9 +46,11 @@ void print_regions(const RegionsCommand& c, const nlohmann::json& r) {
   for (std::size_t i = 0; i < windows.size(); ++i) {
     const auto& w = windows[i];
     const auto& names = w.at("ops");
-    std::cout << fmt::format("  {:2}. {}  {} .. {} ({} op{})  reads {}  gives {}\n", i + 1,
-                             percent(w.at("share")), names.front().get<std::string>(),
-                             names.back().get<std::string>(), names.size(),
+    const std::string span = names.size() == 1 ? names.front().get<std::string>()
+                                               : names.front().get<std::string>() + " .. " +
+                                                     names.back().get<std::string>();
+    std::cout << fmt::format("  {:2}. {}  {} ({} op{})  reads {}  gives {}\n", i + 1,
+                             percent(w.at("share")), span, names.size(),
                              names.size() == 1 ? "" : "s",
                              fmt::join(w.at("inputs").get<std::vector<std::string>>(), ", "),
                              fmt::join(w.at("outputs").get<std::vector<std::string>>(), ", "));
@@ -102,7 +68,8 @@ void print_regions(const RegionsCommand& c, const nlohmann::json& r) {
 }
 
 int run_regions(const RegionsCommand& c) {
-  const nlohmann::json result = run_regions_worker(c);
+  const nlohmann::json result = run_regions_worker(
+      c.problem, c.device, std::chrono::milliseconds(static_cast<long long>(c.timeout_s * 1000)));
   if (c.json) {
     std::cout << result.dump(2) << "\n";
   } else {

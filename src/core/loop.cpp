@@ -221,7 +221,7 @@ void Loop::baseline() {
     baseline_ = *measured;
     current_.signature = baseline_.signature;
   } else {
-    const auto reference = backend_.builtin("reference", options_.problem, true);
+    const auto reference = backend_.builtin("reference", options_.problem, true, {});
     // Without torch.compile: compiling the reference took 4-25 s of the first minute of a level-3
     // run on the H200 before any step could start. The compile baseline comes from the compile
     // built-in's step on the reference, else after the last step (take_compile_baseline).
@@ -244,6 +244,7 @@ void Loop::baseline() {
   }
   hardware_ = backend_.hardware(baseline_);
   slots_ = slots_from_signature(current_.signature, agents_.available());
+  if (options_.regions) add_region_slots();
   for (const auto& op : current_.signature.ops()) {
     if (op.share >= 0.1) heavy_ops_.push_back(op.name);
   }
@@ -293,7 +294,8 @@ void Loop::restore(const std::vector<StepRecord>& steps) {
     }
     const std::string& technique = record.technique;
     const Base base = recorded_base(record, run_.path(), current_);
-    tried_.insert({base.file.string(), technique});
+    const std::string applied = applied_name(technique, record.slot);
+    tried_.insert({base.file.string(), applied});
     if (record.outcome == Outcome::correct) ++correct_candidates_;
     const fs::path file = run_.path() / "candidates" / record.candidate;
     const std::optional<EvalResult> stored = run_.stored_result(file);
@@ -319,7 +321,7 @@ void Loop::restore(const std::vector<StepRecord>& steps) {
       current_.speedup = record.speedup.value_or(1.0);
       current_.signature = stored ? stored->signature : ProfileSignature();
       current_.time_ms = stored ? stored->cand_ms : std::nullopt;
-      descend(current_, base, technique);
+      descend(current_, base, applied);
     }
   }
   if (!steps.empty()) {
@@ -376,7 +378,8 @@ std::optional<StepRecord> Loop::step(int iteration, int step_in_iteration, int g
   record.base = choice->base.file.filename().string();
   record.base_depth = choice->base.depth;
   const std::vector<Evaluation> evaluations = produce(*choice, global);
-  tried_.insert({choice->base.file.string(), choice->technique.id});
+  tried_.insert(
+      {choice->base.file.string(), applied_name(choice->technique.id, slots_[choice->slot].id)});
   const Evaluation& final = evaluations.back();
   take_compile_baseline(choice->technique, choice->base.is_reference(), final.result);
   const Scored scored = score(final);
@@ -394,33 +397,69 @@ std::optional<StepRecord> Loop::step(int iteration, int step_in_iteration, int g
   return record;
 }
 
-// Operator selector -> state classifier -> technique selector.
+// Operator selector -> state classifier -> technique selector. A slot with nothing left to try
+// gives its turn to the next by priority.
 std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
   Choice choice;
-  choice.slot = select_slot(slots_, OperatorSelectorConfig{});
   choice.state = classify(states_, current_.signature.metrics());
   SelectorConfig selector;
   selector.llm_available = agents_.available();
   selector.allowed_requirements = allowed_requirements(options_, baseline_);
   selector.try_first = try_first_of(states_, choice.state.state_id);
   const auto all = kb_.techniques(options_.judge.backend);
-  const auto eligible =
-      eligible_techniques(all, slots_[choice.slot].id, current_, tried_, options_.techniques,
-                          backend_.traits().builtins_need_a_candidate, problem_ops_);
-  const Selection selection = select_technique(
-      eligible.techniques, kb_.reward_stats(options_.judge.backend, choice.state.state_id),
-      choice.state.state_id, options_.judge.backend, hardware_, selector,
-      options_.judge.seed * 1000003u + static_cast<std::uint64_t>(global));
-  log_choice(global, slots_[choice.slot].id, choice.state, selection);
-  if (selection.technique_id.empty()) {
-    why_none = "every technique the selector may pick in state " + choice.state.state_id +
-               " has been tried on the current implementation" +
-               (agents_.available() ? "" : " (built-ins only: no LLM configured)");
-    return std::nullopt;
+  const auto stats = kb_.reward_stats(options_.judge.backend, choice.state.state_id);
+  for (const std::size_t slot : slots_by_priority(slots_, OperatorSelectorConfig{})) {
+    const auto eligible =
+        eligible_techniques(all, slots_[slot].id, current_, tried_, options_.techniques,
+                            backend_.traits().builtins_need_a_candidate,
+                            slots_[slot].ops.empty() ? problem_ops_ : slots_[slot].op_kinds);
+    const Selection selection = select_technique(
+        eligible.techniques, stats, choice.state.state_id, options_.judge.backend, hardware_,
+        selector, options_.judge.seed * 1000003u + static_cast<std::uint64_t>(global));
+    log_choice(global, slots_[slot].id, choice.state, selection);
+    if (selection.technique_id.empty()) continue;
+    choice.slot = slot;
+    choice.technique = *kb_.technique(selection.technique_id);
+    choice.base = eligible.base_for(choice.technique, current_);
+    return choice;
   }
-  choice.technique = *kb_.technique(selection.technique_id);
-  choice.base = eligible.base_for(choice.technique, current_);
-  return choice;
+  why_none = "every technique the selector may pick in state " + choice.state.state_id +
+             " has been tried on the current implementation" +
+             (slots_.size() > 1 ? " in every slot" : "") +
+             (agents_.available() ? "" : " (built-ins only: no LLM configured)");
+  return std::nullopt;
+}
+
+// The Model's region windows as slots beside the whole model (--regions), found once per run and
+// kept in its config.json ("regions"), so that a resumed run has the same slots. A model that
+// torch.fx cannot capture is kept whole, with the reason there and in the log.
+void Loop::add_region_slots() {
+  nlohmann::json config = run_.config();
+  std::optional<ProgramRegions> regions;
+  if (config.contains("regions")) {
+    regions = ProgramRegions::from_json(config["regions"]);
+  } else {
+    regions = backend_.program_regions();
+    if (!regions) {
+      note("--regions: the " + options_.judge.backend +
+           " backend has no regions; the model is kept whole");
+      return;
+    }
+    config["regions"] = regions->to_json();
+    run_.write_config(config);
+  }
+  if (!regions->captured) {
+    note("--regions: the model is kept whole: " + regions->failure);
+    return;
+  }
+  std::string listed;
+  for (const auto& window : regions->windows) {
+    slots_.push_back({window.slot_id(), window.share, 0, 0, window.ops, window.op_kinds});
+    listed += fmt::format("{}{} ({:.0f}%)", listed.empty() ? "" : ", ", window.slot_id(),
+                          window.share * 100);
+  }
+  note(fmt::format("--regions: {} region window{}{}{}", regions->windows.size(),
+                   regions->windows.size() == 1 ? "" : "s", listed.empty() ? "" : ": ", listed));
 }
 
 // The actor (or a built-in transform) and the fix agent; every candidate judged.
@@ -611,7 +650,8 @@ Evaluation Loop::write_and_judge(const std::string& stem, const std::string& sou
 Evaluation Loop::builtin(const Choice& choice, int global) {
   const std::string transform =
       choice.technique.builtin ? choice.technique.builtin->transform : std::string();
-  const auto made = backend_.builtin(transform, choice.base.file, choice.base.is_reference());
+  const auto made = backend_.builtin(transform, choice.base.file, choice.base.is_reference(),
+                                     slots_[choice.slot].ops);
   if (!made.source) {
     // The transform found nothing better than the current kernel (or does not apply to it):
     // no new candidate, a step without gain rather than a failure.
@@ -634,7 +674,11 @@ std::vector<Evaluation> Loop::llm_candidate(const TechniqueRow& technique, const
   actor.format = backend_.traits().agent_format(options_.judge.device);
   actor.hardware = hardware_;
   actor.slot = slot.id;
-  if (slot.id != "model") {
+  if (!slot.ops.empty()) {
+    actor.slot_detail = fmt::format(
+        "the region of the forward's torch.fx ops {} takes {:.0f}% of the reference's time",
+        fmt::join(slot.ops, ", "), slot.time_share * 100);
+  } else if (slot.id != "model") {
     actor.slot_detail =
         fmt::format("{} takes {:.0f}% of the reference's time", slot.id, slot.time_share * 100);
   }
@@ -735,7 +779,7 @@ CriticContext Loop::critic_context(const TrajectoryStep& judged) const {
 }
 
 void Loop::accept(const Evaluation& evaluation, const Choice& choice, int global) {
-  descend(current_, choice.base, choice.technique.id);
+  descend(current_, choice.base, applied_name(choice.technique.id, slots_[choice.slot].id));
   current_.file = evaluation.file;
   current_.is_reference = false;
   current_.speedup = evaluation.result.speedup.value_or(1.0);
@@ -802,7 +846,7 @@ void Loop::judge_compile_baseline() {
       !has_compile)
     return;
   try {
-    const auto reference = backend_.builtin("reference", options_.problem, true);
+    const auto reference = backend_.builtin("reference", options_.problem, true, {});
     const Evaluation judged =
         write_and_judge("compile_baseline", reference.source.value_or(""), 0, true);
     set_compile_baseline(judged.result.compile_ms, judged.result.ref_ms);

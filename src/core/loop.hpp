@@ -71,6 +71,7 @@ class Loop {
   }
   void check_techniques() const;
   void baseline();
+  void add_region_slots();
   void record_run_in_kb();
   void take_compile_baseline(const TechniqueRow& technique, bool on_reference,
                              const EvalResult& result);

@@ -69,8 +69,9 @@ const std::vector<std::string>& builtin_list(const TechniqueRow& t,
 
 bool shares_a_group(const std::vector<std::string>& groups, const std::vector<TechniqueRow>& all,
                     const std::string& applied_id) {
-  const auto applied = std::find_if(all.begin(), all.end(),
-                                    [&](const TechniqueRow& t) { return t.id == applied_id; });
+  const std::string id = technique_of(applied_id);
+  const auto applied =
+      std::find_if(all.begin(), all.end(), [&](const TechniqueRow& t) { return t.id == id; });
   if (applied == all.end()) return false;
   for (const auto& group : builtin_list(*applied, &BuiltinSpec::groups)) {
     if (std::find(groups.begin(), groups.end(), group) != groups.end()) return true;
@@ -109,6 +110,20 @@ bool prerequisites_judged(const TechniqueRow& technique, const Current& current,
 
 Base base_of(const Current& current) { return {current.file, current.lineage.size()}; }
 
+std::optional<Base> reference_base(const Current& current) {
+  if (current.lineage.empty()) return base_of(current);
+  if (current.ancestry.empty()) return std::nullopt;
+  return Base{current.ancestry.front(), 0};
+}
+
+std::string applied_name(const std::string& technique_id, const std::string& slot) {
+  return is_region_slot(slot) ? technique_id + "@" + slot : technique_id;
+}
+
+std::string technique_of(const std::string& applied) {
+  return applied.substr(0, applied.find('@'));
+}
+
 std::optional<Base> builtin_base(const TechniqueRow& technique,
                                  const std::vector<TechniqueRow>& all, const Current& current) {
   const auto& groups = builtin_list(technique, &BuiltinSpec::groups);
@@ -135,11 +150,13 @@ EligibleTechniques eligible_techniques(const std::vector<TechniqueRow>& all,
   for (const auto& technique : all) {
     if (!only.empty() && std::find(only.begin(), only.end(), technique.id) == only.end()) continue;
     if (technique.implementer == "builtin") {
-      if (slot != "model") continue;
-      const auto base = builtin_base(technique, all, current);
+      const bool region = is_region_slot(slot);
+      if (region ? !(technique.builtin && technique.builtin->takes_region) : slot != "model")
+        continue;
+      const auto base = region ? reference_base(current) : builtin_base(technique, all, current);
       if (!base) continue;
       if (builtins_need_a_candidate && base->is_reference()) continue;
-      if (tried.count({base->file.string(), technique.id})) continue;
+      if (tried.count({base->file.string(), applied_name(technique.id, slot)})) continue;
       if (!problem_has_needed_ops(technique, problem_ops)) continue;
       if (!prerequisites_judged(technique, current, tried, only)) continue;
       eligible.builtin_bases.emplace(technique.id, *base);

@@ -18,6 +18,7 @@
 #include "mblast/llm.hpp"
 #include "mblast/optimize.hpp"
 #include "mblast/policy.hpp"
+#include "mblast/program_regions.hpp"
 #include "mblast/step_record.hpp"
 
 namespace mblast::optimize_detail {
@@ -45,6 +46,15 @@ struct Base {
 
 // The current implementation itself as a base.
 Base base_of(const Current& current);
+// The reference as a base, where region built-ins apply (their candidate traces the problem's
+// Model); none for a current implementation whose ancestry is unknown (runs recorded before it).
+std::optional<Base> reference_base(const Current& current);
+
+// What a technique applied in `slot` is called in a lineage and in the tried set: its id, with
+// "@<slot>" for a region's (a region compile and the whole model's are other candidates).
+std::string applied_name(const std::string& technique_id, const std::string& slot);
+// The technique id of an applied name.
+std::string technique_of(const std::string& applied);
 
 // The base a built-in would be applied to; none when it is in the lineage already, or conflicts
 // with a lineage entry whose ancestor is unknown.
@@ -83,10 +93,11 @@ std::string task_name(const std::filesystem::path& problem);
 std::vector<std::string> allowed_requirements(const OptimizeOptions& options,
                                               const EvalResult& baseline);
 
-// Techniques a step in `slot` may pick: those in `only` (when it is not empty); built-ins only
-// for the whole model, none already in the current implementation's lineage or tried on its base
-// (builtin_base: one sharing a group such as "compile" with a built-in of the lineage replaces
-// that one instead of compiling a compiled model again), none needing ops the problem lacks
+// Techniques a step in `slot` may pick: those in `only` (when it is not empty); built-ins for the
+// whole model, and in a region's slot those that take a region, applied to the reference; none
+// already in the current implementation's lineage or tried on its base (builtin_base: one sharing a
+// group such as "compile" with a built-in of the lineage replaces that one instead of compiling a
+// compiled model again), none needing ops the problem lacks
 // (`needs_ops`: substrings of the baseline profile's op names; unknown ops filter nothing), none
 // before the built-ins it names in `after` have been judged in this run (an expensive variant such
 // as max-autotune waits for the default compile, which shows in seconds whether the compiler helps

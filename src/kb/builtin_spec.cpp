@@ -26,6 +26,9 @@ std::optional<BuiltinSpec> BuiltinSpec::from_json(const nlohmann::json& object) 
   spec.groups = strings(object, "groups");
   spec.needs_ops = strings(object, "needs_ops");
   spec.after = strings(object, "after");
+  if (const auto it = object.find("takes_region"); it != object.end() && it->is_boolean()) {
+    spec.takes_region = it->get<bool>();
+  }
   return spec;
 }
 

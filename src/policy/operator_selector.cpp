@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "mblast/error.hpp"
 #include "mblast/policy.hpp"
@@ -14,18 +16,20 @@ double slot_priority(const Slot& slot, int total_visits, const OperatorSelectorC
 
 std::size_t select_slot(const std::vector<Slot>& slots, const OperatorSelectorConfig& config) {
   if (slots.empty()) throw input_error("no slots to choose from", "profile the problem first");
+  return slots_by_priority(slots, config).front();
+}
+
+std::vector<std::size_t> slots_by_priority(const std::vector<Slot>& slots,
+                                           const OperatorSelectorConfig& config) {
   int total_visits = 0;
   for (const auto& slot : slots) total_visits += slot.visits;
-  std::size_t best = 0;
-  double best_priority = slot_priority(slots[0], total_visits, config);
-  for (std::size_t i = 1; i < slots.size(); ++i) {
-    const double priority = slot_priority(slots[i], total_visits, config);
-    if (priority > best_priority) {
-      best = i;
-      best_priority = priority;
-    }
-  }
-  return best;
+  std::vector<double> priority;
+  for (const auto& slot : slots) priority.push_back(slot_priority(slot, total_visits, config));
+  std::vector<std::size_t> order(slots.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return priority[a] > priority[b]; });
+  return order;
 }
 
 }  // namespace mblast

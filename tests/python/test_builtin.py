@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from conftest import WORKER_DIR, eval_request, evaluate, problem, worker_env
-from mblast_builtin import TRANSFORMS, make_candidate, make_candidate_over
+from mblast_builtin import REGION_TRANSFORMS, TRANSFORMS, make_candidate, make_candidate_over, make_region_candidate
 
 SEED_TRANSFORMS = {"cuda_graph", "torch_compile", "torch_compile_max_autotune", "torch_compile_cudagraphs",
                    "torch_compile_max_autotune_cd", "channels_last", "cudnn_benchmark", "tf32", "bf16_autocast",
@@ -165,3 +165,143 @@ def test_reduce_overhead_starts_a_step_per_call_and_returns_copies(monkeypatch: 
     assert torch.equal(first, torch.relu(first_input))  # not overwritten by the second replay
     assert torch.equal(second, torch.relu(second_input))
     assert first.data_ptr() != static["out"].data_ptr()
+
+
+RESIDUAL = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, channels: int, size: int, classes: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.fc = nn.Linear(channels * size * size, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.conv1(x))
+        z = self.conv2(y) + x
+        return self.fc((z + y).flatten(1))
+
+
+def get_inputs():
+    return [torch.randn(2, 4, 6, 6)]
+
+
+def get_init_inputs():
+    return [4, 6, 5]
+"""  # its ops: conv1, relu, conv2, add, add_1, flatten, fc
+
+# An LLM's candidate: a ModelNew of its own, not a subclass of Model.
+RESIDUAL_CANDIDATE = RESIDUAL.replace("class Model(", "class ModelNew(").replace(
+    "        z = self.conv2(y) + x\n", "        z = torch.add(self.conv2(y), x)\n")
+
+
+def _load(source: str) -> dict:
+    namespace: dict = {}
+    exec(compile(source, "candidate.py", "exec"), namespace)
+    return namespace
+
+
+def _reference(namespace: dict) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return namespace["Model"](4, 6, 5)
+
+
+def test_a_region_candidate_computes_what_the_model_does_with_cudnn_tuning_in_the_region_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", False)
+    source = make_region_candidate(RESIDUAL, "cudnn_benchmark", ["relu", "conv2", "add"], False)
+    assert '"cudnn_benchmark" over the region relu, conv2, add' in source.splitlines()[0]
+    reference = _reference(_load(RESIDUAL))
+    model = _load(source)["ModelNew"](4, 6, 5)
+    model.load_state_dict(reference.state_dict())
+    seen: dict = {}
+    for name in ("conv1", "conv2", "fc"):
+        getattr(model, name).register_forward_hook(
+            lambda module, args, out, name=name: seen.__setitem__(name, torch.backends.cudnn.benchmark))
+    x = torch.randn(2, 4, 6, 6)
+    assert torch.equal(model(x), reference(x)) and torch.equal(model(x), reference(x))
+    assert seen == {"conv1": False, "conv2": True, "fc": False}  # the region's conv only, on the same modules
+    assert torch.backends.cudnn.benchmark is False
+    assert list(model.state_dict()) == list(reference.state_dict())
+    model.eval()  # the trace holds the training flag: traced again
+    assert "_mblast_regioned" not in model.__dict__ and torch.equal(model(x), reference.eval()(x))
+
+
+def test_a_region_not_in_the_traced_graph_fails_at_the_first_call_naming_it() -> None:
+    model = _load(make_region_candidate(RESIDUAL, "cudnn_benchmark", ["relu", "conv9"], False))["ModelNew"](4, 6, 5)
+    with pytest.raises(ValueError, match="no op named conv9"):
+        model(torch.randn(2, 4, 6, 6))
+
+
+@pytest.mark.parametrize("transform,options", [
+    ("torch_compile", {}), ("torch_compile_max_autotune", {"mode": "max-autotune-no-cudagraphs"}),
+    ("torch_compile_max_autotune_cd", {"options": {"max_autotune": True, "triton.cudagraphs": False,
+                                                   "coordinate_descent_tuning": True}})])
+def test_torch_compile_over_a_region_compiles_the_region_only(transform: str, options: dict,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    source = make_region_candidate(RESIDUAL, transform, ["conv2", "add"], False)
+    compile(source, "c.py", "exec")
+    assert "torch.compile(region" in source
+    # torch 1.13 here has no torch.compile: a stand-in that records what it is given and runs it as is.
+    compiled: list = []
+    monkeypatch.setattr(torch, "compile", lambda module, **kwargs: compiled.append((module, kwargs)) or module,
+                        raising=False)
+    reference = _reference(_load(RESIDUAL))
+    model = _load(source)["ModelNew"](4, 6, 5)
+    model.load_state_dict(reference.state_dict())
+    x = torch.randn(2, 4, 6, 6)
+    assert torch.equal(model(x), reference(x)) and len(compiled) == 1
+    region, kwargs = compiled[0]
+    assert [n.name for n in region.graph.nodes if n.op not in ("placeholder", "output")] == ["conv2", "add"]
+    assert kwargs == options
+
+
+def test_a_region_transform_over_a_candidate_wraps_its_model_new(tmp_path: Path) -> None:
+    path = tmp_path / "candidate.py"
+    path.write_text(RESIDUAL_CANDIDATE)
+    run = subprocess.run([sys.executable, "-m", "mblast_builtin", "--over", "--region", "conv2,add", "cudnn_benchmark",
+                          str(path)], capture_output=True, text=True, env=worker_env(), cwd=str(WORKER_DIR))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(RESIDUAL_CANDIDATE.rstrip("\n"))
+    assert run.stdout == make_region_candidate(RESIDUAL_CANDIDATE, "cudnn_benchmark", ["conv2", "add"], True)
+    namespace = _load(run.stdout)
+    assert [c.__name__ for c in namespace["ModelNew"].__mro__][:3] == ["ModelNew", "ModelNew", "Module"]
+    torch.manual_seed(0)
+    base = _load(RESIDUAL_CANDIDATE)["ModelNew"](4, 6, 5)
+    model = namespace["ModelNew"](4, 6, 5)
+    model.load_state_dict(base.state_dict())
+    x = torch.randn(2, 4, 6, 6)
+    assert torch.equal(model(x), base(x))
+
+
+def test_what_cannot_make_a_working_region_candidate_is_refused(tmp_path: Path) -> None:
+    assert set(REGION_TRANSFORMS) == {"cudnn_benchmark", "torch_compile", "torch_compile_max_autotune",
+                                      "torch_compile_max_autotune_cd"}
+    path = tmp_path / "problem.py"
+    path.write_text(RESIDUAL)
+    refused = {"cuda_graph": "'cuda_graph' takes no region; the transforms that take a region: cudnn_benchmark, ",
+               "torch_compile+cudnn_benchmark": "a region takes one transform, no composition",
+               "warp_drive": "'warp_drive' takes no region"}
+    for transform, message in refused.items():
+        run = subprocess.run([sys.executable, "-m", "mblast_builtin", "--region", "relu", transform, str(path)],
+                             capture_output=True, text=True, env=worker_env(), cwd=str(WORKER_DIR))
+        assert run.returncode == 2 and message in run.stderr and not run.stdout, (transform, run.stderr)
+    run = subprocess.run([sys.executable, "-m", "mblast_builtin", "--region", "relu,,conv2", "cudnn_benchmark",
+                          str(path)], capture_output=True, text=True, env=worker_env(), cwd=str(WORKER_DIR))
+    assert run.returncode == 2 and "distinct op names" in run.stderr
+    # Built-in candidates forward *inputs, which torch.fx cannot trace.
+    with pytest.raises(ValueError, match="cannot trace"):
+        make_region_candidate(make_candidate(RESIDUAL, "channels_last"), "cudnn_benchmark", ["relu"], True)
+    with pytest.raises(ValueError, match="no ModelNew"):
+        make_region_candidate(RESIDUAL, "cudnn_benchmark", ["relu"], True)
+
+
+def test_a_region_candidate_is_correct_in_the_judge(tmp_path: Path) -> None:
+    problem_path, candidate_path = tmp_path / "residual.py", tmp_path / "candidate.py"
+    problem_path.write_text(RESIDUAL)
+    candidate_path.write_text(make_region_candidate(RESIDUAL, "cudnn_benchmark", ["relu", "conv2", "add"], False))
+    resp = evaluate(eval_request(str(problem_path), str(candidate_path)), tmp_path)
+    assert resp["correct"] is True, (resp["error"], resp["flags"])

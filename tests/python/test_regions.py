@@ -6,10 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 import torch.nn as nn
 
 from conftest import PROBLEMS, worker_env
+from mblast_regions.cut import model_with_region, window_of
 from mblast_regions.extract import region_module, replace_region, same_outputs
 from mblast_regions.graph import capture
 from mblast_regions.timing import op_times, time_shares
@@ -36,6 +38,25 @@ class TwoBranches(nn.Module):
         a = torch.sin(x).exp()
         b = torch.cos(x).neg()
         return a + b
+
+
+class Residual(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 3, 3, padding=1)
+        self.conv2 = nn.Conv2d(3, 3, 3, padding=1)
+        self.fc = nn.Linear(3 * 6 * 6, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.conv1(x))
+        return self.fc((self.conv2(y) + x + y).flatten(1))
+
+
+class ResidualNew(Residual):
+    """A subclass whose own forward must not be the one traced."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise AssertionError("the subclass's forward was traced")
 
 
 class ValueDependent(nn.Module):
@@ -131,3 +152,39 @@ def test_the_command_line_prints_the_graph_and_windows_of_a_problem() -> None:
     missing = subprocess.run([sys.executable, "-m", "mblast_regions", str(Path(PROBLEMS / "no_such.py"))],
                              env=worker_env(), capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and "no_such.py" in missing.stderr
+
+
+def test_a_model_with_one_region_wrapped_computes_what_it_does_and_shares_its_weights() -> None:
+    torch.manual_seed(0)
+    model = ResidualNew().eval()
+    keys, modules = list(model.state_dict()), dict(model.named_modules())
+    cut: list = []
+    regioned = model_with_region(model, Residual.forward, ["relu", "conv2", "add"], lambda m: cut.append(m) or m)
+    region_ops = [n.name for n in cut[0].graph.nodes if n.op not in ("placeholder", "output")]
+    assert region_ops == ["relu", "conv2", "add"]
+    assert [n.name for n in cut[0].graph.nodes if n.op == "placeholder"] == ["conv1", "x"]
+    x = _inputs()[0]
+    reference = Residual().eval()
+    reference.load_state_dict(model.state_dict())
+    assert same_outputs(reference, regioned, [x])
+    with torch.no_grad():
+        model.conv2.weight.mul_(2)  # the same parameters, not copies
+        reference.conv2.weight.mul_(2)
+    assert same_outputs(reference, regioned, [x])
+    assert list(model.state_dict()) == keys and dict(model.named_modules()) == modules  # nothing registered
+    bound = model_with_region(model, super(ResidualNew, model).forward, ["fc"], lambda m: m)
+    assert same_outputs(reference, bound, [x])
+
+
+def test_a_region_that_is_no_window_of_the_traced_graph_is_refused_with_its_names() -> None:
+    model = ResidualNew()
+    with pytest.raises(ValueError, match="no op named conv9 in the traced graph; its ops: conv1, relu, conv2"):
+        model_with_region(model, Residual.forward, ["relu", "conv9"], lambda m: m)
+    with pytest.raises(ValueError, match="not consecutive"):
+        model_with_region(model, Residual.forward, ["conv1", "conv2"], lambda m: m)
+    traced = capture(TwoBranches(), _inputs()).module
+    assert traced is not None
+    with pytest.raises(ValueError, match="not connected: cos reads none of the ops before it"):
+        window_of(traced, ["exp", "cos"])
+    window = window_of(traced, ["cos", "neg", "add"])
+    assert window.inputs == ["x", "exp"] and window.outputs == ["add"]

@@ -7,7 +7,7 @@ import torch
 from torch.fx import GraphModule, Node, symbolic_trace
 from torch.fx.passes.shape_prop import ShapeProp
 
-OP_KINDS = {"call_module": "module", "call_function": "function", "call_method": "method"}
+from .cut import OP_KINDS, nodes_in, reads
 
 
 @dataclass
@@ -70,7 +70,7 @@ def describe(module: GraphModule) -> RegionGraph:
         elif node.op in OP_KINDS:
             ops.append(_op_node(module, node))
         elif node.op == "output":
-            outputs = [n.name for n in _nodes_in(node.args)]
+            outputs = [n.name for n in nodes_in(node.args)]
     return RegionGraph(inputs, ops, outputs)
 
 
@@ -83,18 +83,7 @@ def _op_node(module: GraphModule, node: Node) -> OpNode:
     else:
         target = getattr(node.target, "__qualname__", None) or getattr(node.target, "__name__", str(node.target))
         op_type = getattr(node.target, "__name__", target)
-    reads = [n.name for n in _nodes_in((node.args, node.kwargs)) if n.op != "get_attr"]
     meta = node.meta.get("tensor_meta")
     shape = list(meta.shape) if meta is not None and hasattr(meta, "shape") else None
     dtype = str(meta.dtype).replace("torch.", "") if meta is not None and hasattr(meta, "dtype") else None
-    return OpNode(node.name, OP_KINDS[node.op], target, op_type, _unique(reads), shape, dtype)
-
-
-def _nodes_in(args: Any) -> List[Node]:
-    found: List[Node] = []
-    torch.fx.node.map_arg(args, lambda n: found.append(n) or n)
-    return found
-
-
-def _unique(names: List[str]) -> List[str]:
-    return list(dict.fromkeys(names))
+    return OpNode(node.name, OP_KINDS[node.op], target, op_type, reads(node), shape, dtype)

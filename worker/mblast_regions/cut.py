@@ -1,0 +1,164 @@
+"""Cutting a window of consecutive ops out of a torch.fx graph: its boundary, the window as a module
+of its own, the graph with the window replaced by one call of another module, and a model traced
+with one region wrapped. Only the standard library and torch: the built-in region candidates
+(mblast_builtin --region) embed this file's source and exec it, so it imports nothing of mblast."""
+
+import operator
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Sequence, Tuple
+
+import torch
+from torch.fx import Graph, GraphModule, Node, Tracer
+
+OP_KINDS = {"call_module": "module", "call_function": "function", "call_method": "method"}
+
+
+@dataclass
+class Window:
+    ops: List[str]  # consecutive in the graph's order
+    share: float  # of the measured time
+    inputs: List[str]  # values it reads from outside (graph inputs, earlier ops)
+    outputs: List[str]  # its values read after it, or returned by the model
+
+    def to_json(self) -> Dict[str, object]:
+        return {"ops": self.ops, "share": self.share, "inputs": self.inputs, "outputs": self.outputs}
+
+
+def nodes_in(args: Any) -> List[Node]:
+    found: List[Node] = []
+    torch.fx.node.map_arg(args, lambda n: found.append(n) or n)
+    return found
+
+
+def reads(node: Node) -> List[str]:
+    """The ops and graph inputs the node reads, in argument order, each once (a parameter or buffer
+    it reads is no op)."""
+    return list(dict.fromkeys(n.name for n in nodes_in((node.args, node.kwargs)) if n.op != "get_attr"))
+
+
+def make_window(ops: Sequence[str], order: Sequence[Tuple[str, Sequence[str]]], returned: Sequence[str],
+                share: float = 0.0) -> Window:
+    """The window of `ops` in a graph given as its ops in order, each with what it reads, and the names
+    it returns. The ops must be consecutive, each after the first reading one before it."""
+    if not ops:
+        raise ValueError("a window needs at least one op")
+    position = {name: i for i, (name, _) in enumerate(order)}
+    missing = [name for name in ops if name not in position]
+    if missing:
+        known = ", ".join(list(position)[:40]) + (", ..." if len(position) > 40 else "")
+        raise ValueError(f"no op named {', '.join(missing)} in the traced graph; its ops: {known}")
+    first = position[ops[0]]
+    if [position[name] for name in ops] != list(range(first, first + len(ops))):
+        raise ValueError(f"the ops {', '.join(ops)} are not consecutive in the traced graph (its ops from {ops[0]}: "
+                         + ", ".join(name for name, _ in order[first:first + len(ops) + 1]) + ")")
+    inside = set(ops)
+    for i, name in enumerate(ops[1:], 1):
+        if not set(order[first + i][1]) & set(ops[:i]):
+            raise ValueError(f"the ops {', '.join(ops)} are not connected: {name} reads none of the ops before it")
+    inputs: List[str] = []
+    for _, names in order[first:first + len(ops)]:
+        for read in names:
+            if read not in inside and read not in inputs:
+                inputs.append(read)
+    read_later = {read for _, names in order[first + len(ops):] for read in names} | set(returned)
+    return Window(list(ops), share, inputs, [name for name in ops if name in read_later])
+
+
+def window_of(module: GraphModule, ops: Sequence[str]) -> Window:
+    """The window of `ops` in the module's graph (make_window's rules and errors)."""
+    order = [(node.name, reads(node)) for node in module.graph.nodes if node.op in OP_KINDS]
+    returned = [n.name for node in module.graph.nodes if node.op == "output" for n in nodes_in(node.args)]
+    return make_window(ops, order, returned)
+
+
+def region_module(module: GraphModule, window: Window) -> GraphModule:
+    """The window's ops as a module: its inputs are the window's, in order; it returns its one
+    output, or a tuple of them. Parameters and submodules are shared with `module`."""
+    nodes = _by_name(module)
+    graph = Graph()
+    env: Dict[Node, Node] = {nodes[name]: graph.placeholder(name) for name in window.inputs}
+    copy = _copier(graph, env)
+    for name in window.ops:
+        env[nodes[name]] = graph.node_copy(nodes[name], copy)
+    results = [env[nodes[name]] for name in window.outputs]
+    graph.output(results[0] if len(results) == 1 else tuple(results))
+    return GraphModule(module, graph, class_name="Region")
+
+
+def replace_region(module: GraphModule, window: Window, replacement: torch.nn.Module) -> GraphModule:
+    """`module` with the window's ops replaced by one call of `replacement` on the window's inputs;
+    it must return what region_module(module, window) returns."""
+    nodes = _by_name(module)
+    inside = set(window.ops)
+    slot = "mblast_region_" + window.ops[0]
+    graph = Graph()
+    env: Dict[Node, Node] = {}
+    copy = _copier(graph, env)
+    for node in module.graph.nodes:
+        if node.name == window.ops[0]:
+            call = graph.call_module(slot, tuple(env[nodes[name]] for name in window.inputs))
+            if len(window.outputs) == 1:
+                env[nodes[window.outputs[0]]] = call
+            else:
+                for i, name in enumerate(window.outputs):
+                    env[nodes[name]] = graph.call_function(operator.getitem, (call, i))
+        elif node.name not in inside:
+            env[node] = graph.node_copy(node, copy)
+    # What the new graph names, taken from `module` (which is left as it was) and the replacement.
+    owners: Dict[str, Any] = {slot: replacement}
+    for node in graph.nodes:
+        if node.op == "call_module" and node.target != slot:
+            owners[str(node.target)] = module.get_submodule(str(node.target))
+        elif node.op == "get_attr":
+            owners[str(node.target)] = _attribute(module, str(node.target))
+    return GraphModule(owners, graph, class_name=type(module).__name__)
+
+
+class _BaseForwardTracer(Tracer):
+    """Traces a module through the given forward function instead of its class's own forward (that of
+    a subclass which overrides it), the module itself being `self`."""
+
+    def __init__(self, forward: Callable[..., Any]) -> None:
+        super().__init__()
+        self.base_forward = forward
+
+    def create_args_for_root(self, root_fn: Any, *args: Any, **kwargs: Any) -> Any:
+        return super().create_args_for_root(self.base_forward, *args, **kwargs)
+
+
+def model_with_region(model: torch.nn.Module, base_forward: Callable[..., Any], ops: Sequence[str],
+                      wrap: Callable[[GraphModule], torch.nn.Module]) -> GraphModule:
+    """`model` traced through `base_forward` (its base class's forward, bound to it or not), with the
+    window of `ops` replaced by wrap(the window as a module). Parameters, buffers and submodules stay
+    `model`'s own: nothing is copied, nothing is registered on it."""
+    tracer = _BaseForwardTracer(getattr(base_forward, "__func__", base_forward))
+    try:
+        graph = tracer.trace(model)
+    except Exception as exc:  # noqa: BLE001 - whatever the tracer met, said with the model's name
+        raise ValueError(f"torch.fx could not trace the forward of {type(model).__name__}'s base: "
+                         f"{type(exc).__name__}: {exc}") from exc
+    traced = GraphModule(model, graph, class_name=type(model).__name__)
+    window = window_of(traced, ops)
+    return replace_region(traced, window, wrap(region_module(traced, window)))
+
+
+def _attribute(module: torch.nn.Module, path: str) -> Any:
+    value: Any = module
+    for part in path.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _by_name(module: GraphModule) -> Dict[str, Node]:
+    return {node.name: node for node in module.graph.nodes}
+
+
+def _copier(graph: Graph, env: Dict[Node, Node]) -> Callable[[Node], Node]:
+    def copy(node: Node) -> Node:
+        if node not in env:
+            if node.op != "get_attr":
+                raise ValueError(f"{node.name} is read inside the window but is none of its inputs")
+            env[node] = graph.node_copy(node, copy)  # a parameter or buffer read by a function
+        return env[node]
+
+    return copy
