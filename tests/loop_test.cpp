@@ -95,6 +95,14 @@ class FakeBackend : public Backend {
                   const std::vector<std::string>& region_ops) override {
     if (transform == "reference") return {"# reference\n", ""};
     builtin_calls.push_back({transform, file, is_reference, region_ops});
+    if (transform == "cuda_graph" &&
+        file.filename().string().find("-inner-") != std::string::npos) {
+      // The graph-first round's wrapper around a candidate: "# transform INNER+cuda_graph".
+      std::ifstream in(file);
+      std::string first_line;
+      std::getline(in, first_line);
+      return {first_line + "+" + transform + "\n", ""};
+    }
     std::string name = transform;
     for (std::size_t i = 0; i < region_ops.size(); ++i) name += (i ? "," : "@") + region_ops[i];
     return {"# transform " + name + "\n", ""};
@@ -390,7 +398,8 @@ TEST_F(LoopTest, EachStepRecordsItsEagerTimeAndTheSummaryTheirRange) {
                        {"cudnn_benchmark", 1.05},
                        {"torch_compile_max_autotune", 1.3},
                        {"torch_compile_cudagraphs", 1.4},
-                       {"torch_compile_max_autotune_cd", 1.3}};
+                       {"torch_compile_max_autotune_cd", 1.3},
+                       {"sibling_merge", 1.02}};
   backend_.eager_ms = {1.0, 2.0, 1.5};
   const auto first = run_builtins(options(2));
   const auto steps = run_dir().steps();
@@ -758,6 +767,52 @@ TEST_F(LoopTest, ARegionBuiltinGoesOnlyWhereItsOpsAre) {
   ASSERT_EQ(steps.size(), 2u);
   EXPECT_EQ(steps[0]["slot"], "model");
   EXPECT_EQ(steps[1]["slot"], "region:conv1..relu");  // region:linear holds no convolution
+}
+
+// --graph-first: the first step judges the whole model in a CUDA graph; where that is correct,
+// later built-ins are judged inside one, and the next builds on the candidate without it.
+TEST_F(LoopTest, AfterALegalGraphRoundBuiltinsAreJudgedInsideAGraph) {
+  backend_.speedups = {
+      {"cuda_graph", 1.3}, {"torch_compile+cuda_graph", 2.0}, {"cudnn_benchmark+cuda_graph", 2.1}};
+  auto o = options(2);
+  o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-cuda-graph",
+                  "cuda/builtin-cudnn-benchmark"};
+  o.graph_first = true;
+  run_builtins(o);
+  auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0]["technique"], "cuda/builtin-cuda-graph");
+  EXPECT_EQ(steps[0]["inner"], steps[0]["base"]);  // the graph wrapped the reference
+  EXPECT_NE(steps[1]["candidate"].get<std::string>().find("+cuda_graph"), std::string::npos);
+  EXPECT_NE(steps[1]["inner"].get<std::string>().find("-inner-"), std::string::npos);
+  EXPECT_EQ(backend_.judged.back().rfind("# transform ", 0), 0u);
+  EXPECT_NE(backend_.judged.back().find("+cuda_graph"), std::string::npos);
+  // Resumed: the round is still legal, and the next candidate builds on the one without a graph.
+  o.steps = 3;
+  const auto summary = run_builtins(o);
+  steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_NE(steps[2]["candidate"].get<std::string>().find("+cuda_graph"), std::string::npos);
+  ASSERT_GE(backend_.builtin_calls.size(), 2u);
+  const auto& inner_call = backend_.builtin_calls[backend_.builtin_calls.size() - 2];
+  EXPECT_EQ(inner_call.file.filename().string(), steps[1]["inner"].get<std::string>());
+  EXPECT_EQ(backend_.builtin_calls.back().transform, "cuda_graph");
+  EXPECT_DOUBLE_EQ(summary["best_speedup"].get<double>(), 2.1);
+}
+
+TEST_F(LoopTest, WhereTheGraphRoundFailsCandidatesAreJudgedAsTheyAre) {
+  backend_.speedups = {{"torch_compile", 1.4}};  // no speedup for cuda_graph: it fails
+  auto o = options(2);
+  o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-cuda-graph"};
+  o.graph_first = true;
+  const auto summary = run_builtins(o);
+  const auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0]["technique"], "cuda/builtin-cuda-graph");
+  EXPECT_NE(steps[0]["outcome"], "correct");
+  EXPECT_EQ(steps[1]["candidate"].get<std::string>().find("+cuda_graph"), std::string::npos);
+  EXPECT_EQ(backend_.judged.back(), "# transform torch_compile\n");
+  EXPECT_DOUBLE_EQ(summary["best_speedup"].get<double>(), 1.4);
 }
 
 TEST(ProgramRegions, WindowsReadTheirOpsKindsAndRoundTrip) {

@@ -42,6 +42,10 @@ struct OptimizeOptions {
   // model: built-ins that take a region (region compile, cuDNN autotuning) apply to one window
   // while the rest stays as the reference has it.
   bool regions = false;
+  // A graph-first round (ModelBlaster): the first step judges the whole model in a CUDA graph;
+  // where that is legal (correct), every later built-in candidate runs inside such a graph, so that
+  // a region's or a transform's gain is measured where it will run.
+  bool graph_first = false;
   std::filesystem::path kb;
   std::filesystem::path out;  // the run directory; empty: ./mblast-runs/<task>-<time>
   int prestart = 0;           // workers kept started ahead; 0: the backend chooses (BackendContext)

@@ -32,6 +32,9 @@ struct StepRecord {
   // lineage entries it keeps; absent in runs recorded before bases were.
   std::string base;
   std::optional<std::size_t> base_depth;
+  // Inside a legal graph-first round: the candidate without the round's CUDA graph, which later
+  // steps build on (for the round's own step, the implementation it wrapped). Empty otherwise.
+  std::string inner;
 
   // What came of it: the final candidate (after fixes) and every candidate judged on the way.
   std::string candidate;

@@ -192,6 +192,7 @@ const std::map<std::string, std::string>& option_keys() {
       {"--allow-tf32", "allow_tf32"},
       {"--allow-bf16", "allow_bf16"},
       {"--regions", "regions"},
+      {"--graph-first", "graph_first"},
       {"--seed", "seed"},
       {"--seeds", "seeds"},
       {"--runs", "timing_runs"},
@@ -284,6 +285,9 @@ void add_judge_options(CLI::App* cmd, OptimizeCommand& c) {
                 "Also work on region windows of the Model (`mblast regions` shows them): built-ins "
                 "that take a region (compile, cuDNN autotuning) apply to one window, the rest "
                 "stays as the reference has it (CUDA backend)");
+  cmd->add_flag("--graph-first", c.options.graph_first,
+                "Judge the whole model in a CUDA graph first; where that is correct, every later "
+                "built-in candidate is judged inside such a graph (CUDA GPUs)");
   cmd->add_option("--seed", c.options.judge.seed,
                   "Seed of the selector, agents and trials (default 1)");
   cmd->add_option("--seeds", c.options.judge.seeds, "Verification trials per candidate (default 5)")

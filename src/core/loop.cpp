@@ -245,6 +245,7 @@ void Loop::baseline() {
   hardware_ = backend_.hardware(baseline_);
   slots_ = slots_from_signature(current_.signature, agents_.available());
   if (options_.regions) add_region_slots();
+  if (options_.graph_first) graph_round_ = GraphRound::pending;
   for (const auto& op : current_.signature.ops()) {
     if (op.share >= 0.1) heavy_ops_.push_back(op.name);
   }
@@ -293,6 +294,7 @@ void Loop::restore(const std::vector<StepRecord>& steps) {
       slot.steps_without_gain = record.improved ? 0 : slot.steps_without_gain + 1;
     }
     const std::string& technique = record.technique;
+    restore_graph_round(record);
     const Base base = recorded_base(record, run_.path(), current_);
     const std::string applied = applied_name(technique, record.slot);
     tried_.insert({base.file.string(), applied});
@@ -316,7 +318,7 @@ void Loop::restore(const std::vector<StepRecord>& steps) {
       }
     }
     if (record.improved) {
-      current_.file = file;
+      current_.file = record.inner.empty() ? file : run_.path() / "candidates" / record.inner;
       current_.is_reference = false;
       current_.speedup = record.speedup.value_or(1.0);
       current_.signature = stored ? stored->signature : ProfileSignature();
@@ -378,6 +380,8 @@ std::optional<StepRecord> Loop::step(int iteration, int step_in_iteration, int g
   record.base = choice->base.file.filename().string();
   record.base_depth = choice->base.depth;
   const std::vector<Evaluation> evaluations = produce(*choice, global);
+  record.inner = evaluations.back().inner.filename().string();
+  end_graph_round(*choice, evaluations.back());
   tried_.insert(
       {choice->base.file.string(), applied_name(choice->technique.id, slots_[choice->slot].id)});
   const Evaluation& final = evaluations.back();
@@ -406,13 +410,17 @@ std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
   selector.llm_available = agents_.available();
   selector.allowed_requirements = allowed_requirements(options_, baseline_);
   selector.try_first = try_first_of(states_, choice.state.state_id);
+  if (graph_round_ == GraphRound::pending) {
+    if (auto graph = graph_round_choice(choice.state)) return graph;
+  }
   const auto all = kb_.techniques(options_.judge.backend);
   const auto stats = kb_.reward_stats(options_.judge.backend, choice.state.state_id);
   for (const std::size_t slot : slots_by_priority(slots_, OperatorSelectorConfig{})) {
-    const auto eligible =
+    auto eligible =
         eligible_techniques(all, slots_[slot].id, current_, tried_, options_.techniques,
                             backend_.traits().builtins_need_a_candidate,
                             slots_[slot].ops.empty() ? problem_ops_ : slots_[slot].op_kinds);
+    drop_the_rounds_graph(eligible.techniques);
     const Selection selection = select_technique(
         eligible.techniques, stats, choice.state.state_id, options_.judge.backend, hardware_,
         selector, options_.judge.seed * 1000003u + static_cast<std::uint64_t>(global));
@@ -661,7 +669,19 @@ Evaluation Loop::builtin(const Choice& choice, int global) {
     skipped.result = EvalResult::failure(ErrorKind::skipped, made.why_not);
     return skipped;
   }
-  return write_and_judge(fmt::format("s{:03d}-{}", global, transform), *made.source, 0);
+  const std::string stem = fmt::format("s{:03d}-{}", global, transform);
+  if (graph_round_ == GraphRound::pending) {
+    Evaluation round = write_and_judge(stem, *made.source, 0);
+    round.inner = choice.base.file;  // the round's graph wraps what later steps build on
+    return round;
+  }
+  fs::path inner;
+  const auto wrapped =
+      wraps_in_graph(choice.technique) ? graph_wrapped(stem, *made.source, inner) : std::nullopt;
+  if (!wrapped) return write_and_judge(stem, *made.source, 0);
+  Evaluation evaluation = write_and_judge(stem + "+cuda_graph", *wrapped, 0);
+  evaluation.inner = inner;
+  return evaluation;
 }
 
 std::vector<Evaluation> Loop::llm_candidate(const TechniqueRow& technique, const Slot& slot,
@@ -780,7 +800,7 @@ CriticContext Loop::critic_context(const TrajectoryStep& judged) const {
 
 void Loop::accept(const Evaluation& evaluation, const Choice& choice, int global) {
   descend(current_, choice.base, applied_name(choice.technique.id, slots_[choice.slot].id));
-  current_.file = evaluation.file;
+  current_.file = evaluation.inner.empty() ? evaluation.file : evaluation.inner;
   current_.is_reference = false;
   current_.speedup = evaluation.result.speedup.value_or(1.0);
   current_.time_ms = evaluation.result.cand_ms;

@@ -108,6 +108,15 @@ class Loop {
                                                          const Slot& slot,
                                                          const Classification& state, int global);
   optimize_detail::Evaluation builtin(const Choice& choice, int global);
+  // The graph-first round (loop_graph_round.cpp).
+  enum class GraphRound { off, pending, legal, illegal };
+  std::optional<Choice> graph_round_choice(const Classification& state);
+  void end_graph_round(const Choice& choice, const optimize_detail::Evaluation& final);
+  void restore_graph_round(const StepRecord& record);
+  bool wraps_in_graph(const TechniqueRow& technique) const;
+  void drop_the_rounds_graph(std::vector<TechniqueRow>& techniques) const;
+  std::optional<std::string> graph_wrapped(const std::string& stem, const std::string& inner_source,
+                                           std::filesystem::path& inner_file);
   CriticContext critic_context(const TrajectoryStep& judged) const;
   void accept(const optimize_detail::Evaluation& evaluation, const Choice& choice, int global);
   RunSummary finish(const std::string& status, const std::string& reason);
@@ -149,6 +158,7 @@ class Loop {
   int steps_done_ = 0;
   std::vector<double> step_eager_ms_;  // eager's time in each step's final evaluation
   int correct_candidates_ = 0;
+  GraphRound graph_round_ = GraphRound::off;
 };
 
 }  // namespace mblast

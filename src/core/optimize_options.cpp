@@ -22,6 +22,7 @@ nlohmann::json options_to_json(const OptimizeOptions& o) {
        {"max_cost_usd", optional_json(o.max_cost_usd)},
        {"allow_bf16", o.allow_bf16},
        {"regions", o.regions},
+       {"graph_first", o.graph_first},
        {"kb", o.kb.string()},
        {"out", o.out.string()},
        {"prestart", o.prestart}});
@@ -78,6 +79,7 @@ OptimizeOptions options_from_json(const nlohmann::json& j) {
     read_optional_field(j, "max_cost_usd", o.max_cost_usd);
     read_field(j, "allow_bf16", o.allow_bf16);
     read_field(j, "regions", o.regions);
+    read_field(j, "graph_first", o.graph_first);
     text.clear();
     read_field(j, "kb", text);
     o.kb = text;

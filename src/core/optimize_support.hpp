@@ -123,6 +123,9 @@ std::vector<StateEvidence> state_evidence(const Classification& classification);
 // One evaluation within a step.
 struct Evaluation {
   std::filesystem::path file;
+  // Inside a legal graph-first round: the same candidate without the round's graph, which later
+  // steps build on (the graph stays the outermost wrapper). Empty otherwise.
+  std::filesystem::path inner;
   EvalResult result;
   Outcome outcome = Outcome::incorrect;
   std::int64_t tokens = 0;  // of the LLM call that wrote it

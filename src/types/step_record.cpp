@@ -27,6 +27,7 @@ json StepRecord::to_json() const {
   json line = step_start_json();
   line["base"] = base;
   line["base_depth"] = optional_json(base_depth);
+  if (!inner.empty()) line["inner"] = inner;
   line["candidate"] = candidate;
   line["candidates"] = json::array();
   for (const auto& c : candidates)
@@ -66,6 +67,7 @@ StepRecord StepRecord::from_json(const json& line) {
   read_lenient(line, "implementer", r.implementer);
   read_lenient(line, "base", r.base);
   read_lenient(line, "base_depth", r.base_depth);
+  read_lenient(line, "inner", r.inner);
   read_lenient(line, "candidate", r.candidate);
   if (const auto it = line.find("candidates"); it != line.end() && it->is_array()) {
     for (const auto& c : *it) {

@@ -1,0 +1,113 @@
+// The graph-first round of the model-level optimizer (--graph-first, ModelBlaster): the run's first
+// step judges the whole model in a CUDA graph; where that is correct, every later built-in
+// candidate is judged inside such a graph, the graph staying the outermost wrapper, and later
+// steps build on the candidate without it.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/loop.hpp"
+
+namespace mblast {
+
+namespace fs = std::filesystem;
+using namespace optimize_detail;
+
+namespace {
+
+constexpr const char* kGraphTransform = "cuda_graph";
+
+bool is_graph_transform(const TechniqueRow& technique) {
+  return technique.builtin && technique.builtin->transform == kGraphTransform;
+}
+
+bool in_graph_group(const TechniqueRow& technique) {
+  if (!technique.builtin) return false;
+  const auto& groups = technique.builtin->groups;
+  return std::find(groups.begin(), groups.end(), "graph") != groups.end();
+}
+
+bool allowed(const TechniqueRow& technique, const std::vector<std::string>& allowed_requirements) {
+  if (!technique.builtin) return false;
+  return std::all_of(technique.builtin->requirements.begin(), technique.builtin->requirements.end(),
+                     [&](const std::string& r) {
+                       return std::find(allowed_requirements.begin(), allowed_requirements.end(),
+                                        r) != allowed_requirements.end();
+                     });
+}
+
+}  // namespace
+
+std::optional<Loop::Choice> Loop::graph_round_choice(const Classification& state) {
+  const auto model = std::find_if(slots_.begin(), slots_.end(),
+                                  [](const Slot& slot) { return slot.id == "model"; });
+  const auto all = kb_.techniques(options_.judge.backend);
+  const auto eligible =
+      eligible_techniques(all, "model", current_, tried_, options_.techniques,
+                          backend_.traits().builtins_need_a_candidate, problem_ops_);
+  const auto requirements = allowed_requirements(options_, baseline_);
+  for (const auto& technique : eligible.techniques) {
+    if (model == slots_.end() || !is_graph_transform(technique) ||
+        !allowed(technique, requirements))
+      continue;
+    Choice choice;
+    choice.slot = static_cast<std::size_t>(model - slots_.begin());
+    choice.state = state;
+    choice.technique = technique;
+    choice.base = eligible.base_for(technique, current_);
+    return choice;
+  }
+  graph_round_ = GraphRound::illegal;
+  note("--graph-first: no CUDA-graph built-in may run here (a GPU, the catalogue's " +
+       std::string(kGraphTransform) + " built-in, --technique); candidates are judged as they are");
+  return std::nullopt;
+}
+
+void Loop::end_graph_round(const Choice& choice, const Evaluation& final) {
+  if (graph_round_ != GraphRound::pending || !is_graph_transform(choice.technique)) return;
+  const bool legal = final.outcome == Outcome::correct;
+  graph_round_ = legal ? GraphRound::legal : GraphRound::illegal;
+  note(legal ? "--graph-first: the whole model runs in a CUDA graph; later built-in candidates "
+               "are judged inside one"
+             : "--graph-first: the whole model cannot run in a CUDA graph (" +
+                   final.result.error.value_or(std::string(to_string(final.outcome))) +
+                   "); candidates are judged as they are");
+}
+
+void Loop::restore_graph_round(const StepRecord& record) {
+  if (graph_round_ != GraphRound::pending) return;
+  const auto technique = kb_.technique(record.technique);
+  if (!technique || !is_graph_transform(*technique)) {
+    graph_round_ = GraphRound::illegal;
+    return;
+  }
+  graph_round_ = record.outcome == Outcome::correct ? GraphRound::legal : GraphRound::illegal;
+}
+
+bool Loop::wraps_in_graph(const TechniqueRow& technique) const {
+  return graph_round_ == GraphRound::legal && technique.implementer == "builtin" &&
+         !in_graph_group(technique);
+}
+
+// Inside a legal round every built-in candidate is in a graph already: the graph alone again would
+// judge what an earlier step judged.
+void Loop::drop_the_rounds_graph(std::vector<TechniqueRow>& techniques) const {
+  if (graph_round_ != GraphRound::legal) return;
+  std::erase_if(techniques, [](const TechniqueRow& t) { return is_graph_transform(t); });
+}
+
+std::optional<std::string> Loop::graph_wrapped(const std::string& stem,
+                                               const std::string& inner_source,
+                                               fs::path& inner_file) {
+  inner_file =
+      run_.save_candidate(stem + "-inner", inner_source, backend_.traits().candidate_extension);
+  const auto wrapped = backend_.builtin(kGraphTransform, inner_file, false, {});
+  if (!wrapped.source) {
+    note("--graph-first: " + stem + " could not be wrapped in a CUDA graph (" + wrapped.why_not +
+         "); judged as it is");
+    inner_file.clear();
+  }
+  return wrapped.source;
+}
+
+}  // namespace mblast
