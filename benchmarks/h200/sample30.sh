@@ -14,7 +14,9 @@
 # --reuse-runs). To fit one device call: ONLY=1,19,23 runs those problems of the level (the rest
 # in another call, into the same batch when it is carried back); TIME_LIMIT=M bounds each
 # problem's optimize to M minutes (optimize --time-limit); BEST_OF_TIMEOUT=S bounds the judging of one
-# problem's remaining controls to S seconds (best_of.py --timeout, 400 by default).
+# problem's remaining controls to S seconds (best_of.py --timeout, 400 by default); ARM="..." adds
+# optimize options, the arms of the model-level optimizer (issue 24): ARM="--graph-first",
+# ARM="--regions", ARM="--graph-first --regions" (OUT apart per arm).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 levels=${1:-1 2 3}
@@ -31,7 +33,7 @@ for level in $levels; do
   start=$(date +%s)
   scripts/run_kernelbench.sh --level "$level" --kernelbench .kb --problems "$problems" --gpus "$gpus" \
     --out "$batch" --mblast .device/mblast -- --llm none --iterations 1 --steps "$max_evals" \
-    --max-evaluations "$max_evals" ${TIME_LIMIT:+--time-limit "$TIME_LIMIT"} >>"$batch.log" 2>&1 || echo "level $level: run_kernelbench.sh exit $?"
+    --max-evaluations "$max_evals" ${TIME_LIMIT:+--time-limit "$TIME_LIMIT"} ${ARM:-} >>"$batch.log" 2>&1 || echo "level $level: run_kernelbench.sh exit $?"
   python3 benchmarks/h200/best_of.py --kernelbench .kb --level "$level" --problems "$problems" \
     --out "$batch" --mblast .device/mblast --gpus "$gpus" --reuse-runs \
     ${BEST_OF_TIMEOUT:+--timeout "$BEST_OF_TIMEOUT"} >>"$batch.log" 2>&1 || echo "level $level: best_of.py exit $?"
