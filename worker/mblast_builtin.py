@@ -18,6 +18,11 @@ the seed catalogue's built-in techniques (kb_schema/seed/techniques.json):
                               generated Triton kernel's launch configuration
   tf32                        TF32 matrix math during the forward (needs the precision policy's leave)
   bf16_autocast               autocast to bfloat16, outputs cast back (needs the policy's leave)
+  sibling_merge               linear or convolution modules that read the same input (q/k/v projections,
+                              Inception's 1x1 branches) as one wider op whose output is cut into their
+                              slices; the forward traced with torch.fx at the first call, through
+                              mblast_regions/cut.py as region candidates are (below); the base's forward
+                              as it is where the trace fails or finds no such modules
 
 Transforms compose: "A+B" applies A, then B over A's ModelNew (channels_last+torch_compile compiles
 the channels-last model; torch_compile+cuda_graph captures the compiled forward in a graph).
@@ -189,6 +194,34 @@ class ModelNew(_Base):
 ''',
 }
 
+# Traced at the first call, kept out of the registry and built again as the region candidates' model
+# is (_REGION_MODEL below). The merged modules read the model's parameters: nothing is copied.
+_BODIES["sibling_merge"] = '''
+
+def _merged_graph(model, base_forward):
+    try:
+        traced = _cut["trace_base"](model, base_forward)
+    except ValueError:
+        return False  # the base's forward as it is
+    return traced if _cut["merge_siblings"](traced) else False
+
+
+class ModelNew(_Base):
+    def forward(self, *inputs):
+        merged = self.__dict__.get("_mblast_merged")
+        if merged is None:
+            merged = self.__dict__["_mblast_merged"] = _merged_graph(self, super().forward)
+        return super().forward(*inputs) if merged is False else merged(*inputs)
+
+    def _apply(self, *args, **kwargs):
+        self.__dict__.pop("_mblast_merged", None)
+        return super()._apply(*args, **kwargs)
+
+    def train(self, mode=True):
+        self.__dict__.pop("_mblast_merged", None)
+        return super().train(mode)
+'''
+
 _COMPILE_MODES = {
     "torch_compile": "",
     "torch_compile_max_autotune": ', mode="max-autotune-no-cudagraphs"',
@@ -260,6 +293,8 @@ REGION_TRANSFORMS = tuple(sorted({"cudnn_benchmark"} | set(_COMPILE_MODES)))
 def _body(transform: str) -> str:
     if transform in _COMPILE_MODES:
         return _BODIES["torch_compile"].replace("{mode}", _COMPILE_MODES[transform])
+    if transform == "sibling_merge":
+        return f"\n_CUT_SOURCE = {_CUT_PATH.read_text(encoding='utf-8')!r}\n" + _REGION_CUT + _BODIES[transform]
     if transform in _BODIES:
         return _BODIES[transform]
     raise ValueError(f"unknown built-in transform {transform!r}; known: {', '.join(TRANSFORMS)}")
@@ -294,10 +329,16 @@ def make_candidate_over(candidate_source: str, transform: str) -> str:
 
 def make_region_candidate(source: str, transform: str, ops: Sequence[str], over: bool = False) -> str:
     """The candidate file for `transform` applied to the region of `ops` only. The base is the problem's
-    Model in `source`, or with `over` the ModelNew of the candidate in `source`, kept verbatim."""
+    Model in `source`, or with `over` the ModelNew of the candidate in `source`, kept verbatim. In a
+    composition "R+W+...", R applies to the region and W, ... to the whole model over it (a CUDA graph
+    around the model with a compiled region: the region judged where the graph-first round runs it)."""
+    transform, *whole = transform.split("+")
     if transform not in REGION_TRANSFORMS:
-        what = "a region takes one transform, no composition" if "+" in transform else f"{transform!r} takes no region"
-        raise ValueError(f"{what}; the transforms that take a region: {', '.join(REGION_TRANSFORMS)}")
+        raise ValueError(f"{transform!r} takes no region; the transforms that take a region: "
+                         f"{', '.join(REGION_TRANSFORMS)}")
+    if whole:
+        _steps("+".join(whole))  # unknown names fail before anything is made
+        return make_candidate_over(make_region_candidate(source, transform, ops, over), "+".join(whole))
     ops = list(ops)
     if not ops or len(set(ops)) != len(ops) or not all(op.isidentifier() for op in ops):
         raise ValueError(f"a region is distinct op names as mblast regions shows them, got {','.join(ops)!r}")
@@ -311,6 +352,16 @@ def make_region_candidate(source: str, transform: str, ops: Sequence[str], over:
         if transform in _COMPILE_MODES else _REGION_WRAPS[transform]
     return (head + f"\n_CUT_SOURCE = {_CUT_PATH.read_text(encoding='utf-8')!r}\n" + _REGION_CUT
             + f"_REGION_OPS = {ops!r}\n" + wrap + _REGION_MODEL)
+
+
+def sibling_groups(model) -> list[list[str]]:  # noqa: ANN001 - a torch.nn.Module; torch is imported late
+    """The submodules that sibling_merge merges in `model`, by name, group by group: its forward traced as
+    the candidate traces its base's (a ValueError where torch.fx cannot), with cut.py run as the candidate
+    runs it (mblast_builtin imports no other package)."""
+    cut: dict = {"__name__": "mblast_regions_cut"}
+    exec(compile(_CUT_PATH.read_text(encoding="utf-8"), str(_CUT_PATH), "exec", dont_inherit=True), cut)
+    traced = cut["trace_base"](model, type(model).forward)
+    return [[str(node.target) for node in group] for group in cut["sibling_groups"](traced)]
 
 
 def _check_base_traceable(candidate_source: str) -> None:
@@ -328,6 +379,29 @@ def _check_base_traceable(candidate_source: str) -> None:
                          "a region needs a base whose forward names its arguments")
 
 
+NOTHING_TO_CHANGE = 3  # main's exit code where a transform would give a candidate no different from its base
+
+
+def nothing_to_merge(source: str, over: bool) -> str:
+    """Why sibling_merge would change nothing here ("" where it may): it merges only what the problem's
+    Model's forward shows when traced, and built-in candidates' forwards (*inputs) do not trace. The Model
+    is built as the problem builds it, on the meta device where torch has one (no memory, no time)."""
+    if over:
+        return "sibling_merge applies to the problem's Model, not over another candidate"
+    import torch  # noqa: PLC0415 - only this check needs torch at generation time
+
+    problem: dict = {"__name__": "mblast_problem"}
+    try:
+        exec(compile(source, "<problem>", "exec"), problem)
+        device = torch.device("meta") if hasattr(torch.device, "__enter__") else None
+        with device if device is not None else torch.no_grad():
+            model = problem["Model"](*problem["get_init_inputs"]())
+        groups = sibling_groups(model)
+    except Exception:  # noqa: BLE001 - what cannot be checked here is left to the judge
+        return ""
+    return "" if groups else "no linear or convolution modules read the same input in the Model's forward"
+
+
 def main(argv: list[str]) -> int:
     over, ops = False, None
     while argv[:1] == ["--over"] or (argv[:1] == ["--region"] and len(argv) > 1):
@@ -343,6 +417,10 @@ def main(argv: list[str]) -> int:
     try:
         with open(path, encoding="utf-8") as f:
             source = f.read()
+        why_not = nothing_to_merge(source, over) if ops is None and transform.split("+")[0] == "sibling_merge" else ""
+        if why_not:
+            print(f"mblast_builtin: nothing to change: {why_not}", file=sys.stderr)
+            return NOTHING_TO_CHANGE
         if ops is not None:
             sys.stdout.write(make_region_candidate(source, transform, ops, over))
         else:

@@ -20,6 +20,8 @@ namespace fs = std::filesystem;
 // Tracing the Model and timing its ops once (mblast_regions); a model that takes longer is kept
 // whole.
 constexpr std::chrono::seconds kRegionsTimeout{300};
+// mblast_builtin's exit code for a transform that would change nothing (NOTHING_TO_CHANGE there).
+constexpr int kNothingToChange = 3;
 
 // A CUDA worker takes longer to start (PyTorch, a CUDA context, torch.compile's stack: 10-15 s on
 // the H200) than a compiled step of the loop takes to use one, so two are kept ahead there.
@@ -83,7 +85,7 @@ class CudaBackend final : public Backend {
   Builtin builtin(const std::string& transform, const fs::path& current, bool current_is_reference,
                   const std::vector<std::string>& region_ops) override {
     const fs::path base = current_is_reference ? options_.problem : current;
-    return {builtin_candidate(python_, transform, base, !current_is_reference, region_ops), ""};
+    return builtin_candidate(python_, transform, base, !current_is_reference, region_ops);
   }
 
   std::optional<ProgramRegions> program_regions() override {
@@ -165,9 +167,9 @@ std::unique_ptr<Backend> make_cuda_backend(const BackendTraits& traits,
   return std::make_unique<CudaBackend>(traits, context);
 }
 
-std::string builtin_candidate(const fs::path& python, const std::string& transform,
-                              const fs::path& base, bool over,
-                              const std::vector<std::string>& region_ops) {
+Backend::Builtin builtin_candidate(const fs::path& python, const std::string& transform,
+                                   const fs::path& base, bool over,
+                                   const std::vector<std::string>& region_ops) {
   ProcessSpec spec;
   spec.argv = {python.string(), "-m", "mblast_builtin"};
   if (over) spec.argv.push_back("--over");
@@ -180,12 +182,17 @@ std::string builtin_candidate(const fs::path& python, const std::string& transfo
   spec.env["PYTHONPATH"] = worker_directory().string();
   spec.timeout = std::chrono::seconds(60);
   const ProcessResult result = run_process(spec);
+  if (!result.timed_out && result.exit_code == kNothingToChange) {
+    std::string why = result.err;
+    while (!why.empty() && why.back() == '\n') why.pop_back();
+    return {std::nullopt, why};
+  }
   if (!result.ok()) {
     throw job_error("the built-in transform " + transform + " could not be generated (" +
                         result.describe() + "): " + result.err,
                     "report this with the problem file; built-ins need no LLM and should not fail");
   }
-  return result.out;
+  return {result.out, ""};
 }
 
 }  // namespace mblast

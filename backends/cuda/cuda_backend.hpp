@@ -17,10 +17,11 @@ std::unique_ptr<Backend> make_cuda_backend(const BackendTraits& traits,
 
 // The source of a built-in transform: of the problem's Model (`base` is the problem) or, with
 // over, of the candidate `base` (so that transforms compose with what earlier steps found); to the
-// region of `region_ops` alone when they are given. Throws job_error when the transform cannot be
-// generated.
-std::string builtin_candidate(const std::filesystem::path& python, const std::string& transform,
-                              const std::filesystem::path& base, bool over,
-                              const std::vector<std::string>& region_ops = {});
+// region of `region_ops` alone when they are given. No source, with why, where the transform would
+// change nothing (sibling_merge on a Model without siblings). Throws job_error when the transform
+// cannot be generated.
+Backend::Builtin builtin_candidate(const std::filesystem::path& python,
+                                   const std::string& transform, const std::filesystem::path& base,
+                                   bool over, const std::vector<std::string>& region_ops = {});
 
 }  // namespace mblast

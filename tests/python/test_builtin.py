@@ -12,11 +12,12 @@ import pytest
 import torch
 
 from conftest import WORKER_DIR, eval_request, evaluate, problem, worker_env
-from mblast_builtin import REGION_TRANSFORMS, TRANSFORMS, make_candidate, make_candidate_over, make_region_candidate
+from mblast_builtin import (NOTHING_TO_CHANGE, REGION_TRANSFORMS, TRANSFORMS, make_candidate, make_candidate_over,
+                            make_region_candidate, sibling_groups)
 
 SEED_TRANSFORMS = {"cuda_graph", "torch_compile", "torch_compile_max_autotune", "torch_compile_cudagraphs",
                    "torch_compile_max_autotune_cd", "channels_last", "cudnn_benchmark", "tf32", "bf16_autocast",
-                   "reference"}
+                   "sibling_merge", "reference"}
 
 
 def candidate_for(transform: str, problem_name: str, tmp_path: Path) -> str:
@@ -259,6 +260,25 @@ def test_torch_compile_over_a_region_compiles_the_region_only(transform: str, op
     assert kwargs == options
 
 
+def test_a_region_transform_then_a_whole_model_one_composes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """R+W: R in the region, W over the whole model around it (the graph-first round's CUDA graph in
+    CI's place: channels-last, which runs on the CPU)."""
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", False)
+    source = make_region_candidate(RESIDUAL, "cudnn_benchmark+channels_last", ["relu", "conv2"], False)
+    assert '"cudnn_benchmark" over the region relu, conv2' in source.splitlines()[0]
+    assert 'Built-in technique "channels_last"' in source
+    reference = _reference(_load(RESIDUAL))
+    model = _load(source)["ModelNew"](4, 6, 5)
+    model.load_state_dict(reference.state_dict())
+    seen: dict = {}
+    model.conv2.register_forward_hook(lambda module, args, out: seen.__setitem__("conv2", torch.backends.cudnn.benchmark))
+    model.conv2.register_forward_pre_hook(
+        lambda module, args: seen.__setitem__("channels_last", args[0].is_contiguous(memory_format=torch.channels_last)))
+    x = torch.randn(2, 4, 6, 6)
+    assert torch.allclose(model(x), reference(x), atol=1e-6)
+    assert seen == {"conv2": True, "channels_last": True}
+
+
 def test_a_region_transform_over_a_candidate_wraps_its_model_new(tmp_path: Path) -> None:
     path = tmp_path / "candidate.py"
     path.write_text(RESIDUAL_CANDIDATE)
@@ -283,7 +303,8 @@ def test_what_cannot_make_a_working_region_candidate_is_refused(tmp_path: Path) 
     path = tmp_path / "problem.py"
     path.write_text(RESIDUAL)
     refused = {"cuda_graph": "'cuda_graph' takes no region; the transforms that take a region: cudnn_benchmark, ",
-               "torch_compile+cudnn_benchmark": "a region takes one transform, no composition",
+               "cuda_graph+torch_compile": "'cuda_graph' takes no region",
+               "cudnn_benchmark+warp_drive": "unknown built-in transform 'warp_drive'",
                "warp_drive": "'warp_drive' takes no region"}
     for transform, message in refused.items():
         run = subprocess.run([sys.executable, "-m", "mblast_builtin", "--region", "relu", transform, str(path)],
@@ -303,5 +324,143 @@ def test_a_region_candidate_is_correct_in_the_judge(tmp_path: Path) -> None:
     problem_path, candidate_path = tmp_path / "residual.py", tmp_path / "candidate.py"
     problem_path.write_text(RESIDUAL)
     candidate_path.write_text(make_region_candidate(RESIDUAL, "cudnn_benchmark", ["relu", "conv2", "add"], False))
+    resp = evaluate(eval_request(str(problem_path), str(candidate_path)), tmp_path)
+    assert resp["correct"] is True, (resp["error"], resp["flags"])
+
+
+# Three 1x1 convolutions on x (one in a Sequential with an inplace ReLU: a slice of the merged output is
+# modified in place), a 3x3 one on x and a 1x1 one on y: only the three merge.
+BRANCHES = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.b1 = nn.Conv2d(channels, 3, 1)
+        self.b2 = nn.Sequential(nn.Conv2d(channels, 5, 1), nn.ReLU(inplace=True))
+        self.b3 = nn.Conv2d(channels, 2, 1)
+        self.wide = nn.Conv2d(channels, 4, 3, padding=1)
+        self.other = nn.Conv2d(channels, 14, 1)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.cat([self.b1(x), self.b2(x), self.b3(x), self.wide(x)], 1) * self.other(y)
+
+
+def get_inputs():
+    return [torch.randn(2, 4, 6, 6), torch.randn(2, 4, 6, 6)]
+
+
+def get_init_inputs():
+    return [4]
+"""
+
+# Separate q/k/v projections of one input, heads split by views of each (the first of which a slice of
+# the merged output can take only as a copy); the output projection reads another value.
+QKV = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
+        self.out = nn.Linear(dim, dim)
+        self.dim = dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape[0], x.shape[1], self.dim
+        q, k, v = (proj(x).view(-1, d // 2).view(b, t, 2, d // 2).transpose(1, 2)
+                   for proj in (self.q, self.k, self.v))
+        att = torch.softmax(q @ k.transpose(-1, -2) / (d // 2) ** 0.5, dim=-1)
+        return self.out((att @ v).transpose(1, 2).reshape(b, t, d))
+
+
+def get_inputs():
+    return [torch.randn(2, 5, 16)]
+
+
+def get_init_inputs():
+    return [16]
+"""
+
+SIBLINGS = {"branches": (BRANCHES, [4], lambda: [torch.randn(2, 4, 6, 6), torch.randn(2, 4, 6, 6)],
+                         [["b1", "b2.0", "b3"]]),
+            "qkv": (QKV, [16], lambda: [torch.randn(2, 5, 16)], [["q", "k", "v"]])}
+
+
+def test_sibling_groups_are_the_layers_of_one_kind_and_shape_that_read_one_input() -> None:
+    for source, init, _, groups in SIBLINGS.values():
+        assert sibling_groups(_load(source)["Model"](*init)) == groups
+    assert sibling_groups(_reference(_load(RESIDUAL))) == []  # conv1 and conv2 read different values
+    no_bias = BRANCHES.replace("nn.Conv2d(channels, 2, 1)", "nn.Conv2d(channels, 2, 1, bias=False)")
+    assert sibling_groups(_load(no_bias)["Model"](4)) == [["b1", "b2.0"]]
+    strided = BRANCHES.replace("nn.Conv2d(channels, 3, 1)", "nn.Conv2d(channels, 3, 1, stride=1, dilation=2)")
+    assert sibling_groups(_load(strided)["Model"](4)) == [["b2.0", "b3"]]
+
+
+@pytest.mark.parametrize("name", sorted(SIBLINGS))
+def test_sibling_merge_computes_what_the_model_does_with_one_call_per_group(name: str) -> None:
+    source, init, inputs, groups = SIBLINGS[name]
+    torch.manual_seed(0)
+    reference = _load(source)["Model"](*init)
+    namespace = _load(make_candidate(source, "sibling_merge"))
+    model = namespace["ModelNew"](*init)
+    model.load_state_dict(reference.state_dict())
+    assert list(model.state_dict()) == list(reference.state_dict())
+    args = inputs()
+    assert torch.allclose(model(*args), reference(*args), atol=1e-5)  # exact up to the summation order
+    assert list(model.state_dict()) == list(reference.state_dict())  # nothing registered at the first call
+    traced = model.__dict__["_mblast_merged"]
+    calls = [traced.get_submodule(str(n.target)) for n in traced.graph.nodes if n.op == "call_module"]
+    merged = [m for m in calls if isinstance(m, namespace["_cut"]["MergedSiblings"])]
+    layers = [m for m in calls if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
+    assert len(merged) == len(groups) == 1
+    assert merged[0].members == [model.get_submodule(member) for member in groups[0]]  # the model's own
+    assert len(layers) == {"branches": 2, "qkv": 1}[name]  # the members are called no more
+    torch.manual_seed(1)
+    renewed = _load(source)["Model"](*init)
+    model.load_state_dict(renewed.state_dict())  # in place: the cached concatenation is stale
+    assert model.__dict__["_mblast_merged"] is traced
+    assert torch.allclose(model(*args), renewed(*args), atol=1e-5)
+    assert not torch.allclose(model(*args), reference(*args), atol=1e-3)
+    model.eval()
+    assert "_mblast_merged" not in model.__dict__
+
+
+def test_sibling_merge_without_siblings_runs_the_base_forward() -> None:
+    reference = _reference(_load(RESIDUAL))
+    model = _load(make_candidate(RESIDUAL, "sibling_merge"))["ModelNew"](4, 6, 5)
+    model.load_state_dict(reference.state_dict())
+    x = torch.randn(2, 4, 6, 6)
+    assert torch.equal(model(x), reference(x))
+    assert model.__dict__["_mblast_merged"] is False
+
+
+def test_sibling_merge_is_not_generated_where_it_would_change_nothing(tmp_path: Path) -> None:
+    """Exit 3 (nothing to change, the loop's skipped step, no evaluation spent) for a Model without
+    siblings and over another candidate; a candidate where there are siblings."""
+    def generate(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "mblast_builtin", *args], capture_output=True, text=True,
+                              env=worker_env(), cwd=str(WORKER_DIR))
+
+    residual, branches = tmp_path / "residual.py", tmp_path / "branches.py"
+    residual.write_text(RESIDUAL)
+    branches.write_text(BRANCHES)
+    none = generate("sibling_merge", str(residual))
+    assert none.returncode == NOTHING_TO_CHANGE and "read the same input" in none.stderr and not none.stdout
+    over = generate("--over", "sibling_merge", str(branches))
+    assert over.returncode == NOTHING_TO_CHANGE and "not over another candidate" in over.stderr
+    made = generate("sibling_merge+channels_last", str(branches))
+    assert made.returncode == 0 and "class ModelNew" in made.stdout
+
+
+@pytest.mark.parametrize("transform", ["sibling_merge", "sibling_merge+channels_last"])
+def test_sibling_merge_is_correct_in_the_judge(transform: str, tmp_path: Path) -> None:
+    problem_path, candidate_path = tmp_path / "branches.py", tmp_path / "candidate.py"
+    problem_path.write_text(BRANCHES)
+    candidate_path.write_text(make_candidate(BRANCHES, transform))
     resp = evaluate(eval_request(str(problem_path), str(candidate_path)), tmp_path)
     assert resp["correct"] is True, (resp["error"], resp["flags"])

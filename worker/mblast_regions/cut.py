@@ -1,7 +1,8 @@
 """Cutting a window of consecutive ops out of a torch.fx graph: its boundary, the window as a module
 of its own, the graph with the window replaced by one call of another module, and a model traced
-with one region wrapped. Only the standard library and torch: the built-in region candidates
-(mblast_builtin --region) embed this file's source and exec it, so it imports nothing of mblast."""
+with one region wrapped; and sibling linear or convolution modules (reading the same input) merged
+into one wider call. Only the standard library and torch: the built-in region candidates (mblast_builtin
+--region) and sibling_merge candidates embed this file's source and exec it, so it imports nothing of mblast."""
 
 import operator
 from dataclasses import dataclass
@@ -126,20 +127,122 @@ class _BaseForwardTracer(Tracer):
         return super().create_args_for_root(self.base_forward, *args, **kwargs)
 
 
-def model_with_region(model: torch.nn.Module, base_forward: Callable[..., Any], ops: Sequence[str],
-                      wrap: Callable[[GraphModule], torch.nn.Module]) -> GraphModule:
-    """`model` traced through `base_forward` (its base class's forward, bound to it or not), with the
-    window of `ops` replaced by wrap(the window as a module). Parameters, buffers and submodules stay
-    `model`'s own: nothing is copied, nothing is registered on it."""
+def trace_base(model: torch.nn.Module, base_forward: Callable[..., Any]) -> GraphModule:
+    """`model` traced through `base_forward` (its base class's forward, bound to it or not). Parameters,
+    buffers and submodules stay `model`'s own: nothing is copied, nothing is registered on it."""
     tracer = _BaseForwardTracer(getattr(base_forward, "__func__", base_forward))
     try:
         graph = tracer.trace(model)
     except Exception as exc:  # noqa: BLE001 - whatever the tracer met, said with the model's name
         raise ValueError(f"torch.fx could not trace the forward of {type(model).__name__}'s base: "
                          f"{type(exc).__name__}: {exc}") from exc
-    traced = GraphModule(model, graph, class_name=type(model).__name__)
+    return GraphModule(model, graph, class_name=type(model).__name__)
+
+
+def model_with_region(model: torch.nn.Module, base_forward: Callable[..., Any], ops: Sequence[str],
+                      wrap: Callable[[GraphModule], torch.nn.Module]) -> GraphModule:
+    """`model` traced through `base_forward` (trace_base), with the window of `ops` replaced by
+    wrap(the window as a module)."""
+    traced = trace_base(model, base_forward)
     window = window_of(traced, ops)
     return replace_region(traced, window, wrap(region_module(traced, window)))
+
+
+_CONVS = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
+
+
+def _merge_key(module: torch.nn.Module) -> Any:
+    """What the members of one sibling group share, or None for a module that cannot be merged. The
+    class exactly (a subclass may compute otherwise) and no hooks (the merged call would skip them)."""
+    if type(module) not in (torch.nn.Linear,) + _CONVS or module._forward_hooks or module._forward_pre_hooks:
+        return None
+    common = (type(module), module.bias is None, module.weight.dtype, module.weight.device)
+    if type(module) is torch.nn.Linear:
+        return common + (module.in_features,)
+    if module.groups == 1 and module.padding_mode == "zeros":
+        return common + (module.in_channels, module.kernel_size, module.stride, module.padding, module.dilation)
+    return None
+
+
+def sibling_groups(module: GraphModule) -> List[List[Node]]:
+    """The groups of >= 2 call_module nodes of distinct nn.Linear or nn.Conv1d/2d/3d modules that read
+    the same value as their one argument and could be one wider op (_merge_key), in graph order."""
+    groups: Dict[Any, List[Node]] = {}
+    for node in module.graph.nodes:
+        if node.op != "call_module" or len(node.args) != 1 or node.kwargs or not isinstance(node.args[0], Node):
+            continue
+        key = _merge_key(module.get_submodule(str(node.target)))
+        group = groups.setdefault((node.args[0], key), []) if key is not None else []
+        if key is not None and all(member.target != node.target for member in group):
+            group.append(node)
+    return [group for group in groups.values() if len(group) >= 2]
+
+
+def _compiling() -> bool:
+    is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    return bool(is_compiling and is_compiling())
+
+
+class MergedSiblings(torch.nn.Module):
+    """Sibling linear or convolution modules as one call: their weights (and biases) concatenated along
+    the output channels, the output cut back into each one's slice. The modules stay where they are,
+    not registered here; the concatenation is cached until one of their parameters changes (its
+    version or storage), and made afresh at each call that torch.compile traces or a CUDA graph
+    captures, so that those read the parameters themselves."""
+
+    def __init__(self, members: Sequence[torch.nn.Module]) -> None:
+        super().__init__()
+        self.members = list(members)  # a plain list: not registered
+        self.sizes = [int(m.weight.shape[0]) for m in self.members]
+        self.linear = type(self.members[0]) is torch.nn.Linear
+        self.cached: Any = None
+        self.key: Any = None
+
+    def _parameters_now(self) -> List[torch.Tensor]:
+        return [m.weight for m in self.members] + [m.bias for m in self.members if m.bias is not None]
+
+    def _concatenated(self) -> Tuple[torch.Tensor, Any]:
+        bias = None if self.members[0].bias is None else torch.cat([m.bias for m in self.members])
+        return torch.cat([m.weight for m in self.members]), bias
+
+    def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        if _compiling() or (x.is_cuda and torch.cuda.is_current_stream_capturing()):
+            weight, bias = self._concatenated()
+        else:
+            key = [torch.is_grad_enabled()] + [(p._version, p.data_ptr()) for p in self._parameters_now()]
+            if key != self.key:
+                self.cached, self.key = self._concatenated(), key
+            weight, bias = self.cached
+        first = self.members[0]
+        if self.linear:
+            out, dim = torch.nn.functional.linear(x, weight, bias), -1
+        else:
+            out, dim = first._conv_forward(x, weight, bias), 1
+        # narrow, not split: a view of split's outputs may not be modified in place (an inplace ReLU).
+        starts = [sum(self.sizes[:i]) for i in range(len(self.sizes))]
+        return tuple(out.narrow(dim, start, size) for start, size in zip(starts, self.sizes))
+
+
+def merge_siblings(module: GraphModule) -> int:
+    """Replaces each of the module's sibling groups by one call of MergedSiblings, in place; the number
+    of groups merged. A slice is no longer contiguous as the member's own output was: the members'
+    outputs' views become reshapes, which view where they can and copy where a view would fail."""
+    groups = sibling_groups(module)
+    for i, group in enumerate(groups):
+        slot = f"mblast_merged_{i}"
+        module.add_submodule(slot, MergedSiblings([module.get_submodule(str(node.target)) for node in group]))
+        with module.graph.inserting_before(group[0]):
+            call = module.graph.call_module(slot, (group[0].args[0],))
+            slices = [module.graph.call_function(operator.getitem, (call, j)) for j in range(len(group))]
+        for node, piece in zip(group, slices):
+            for user in node.users:
+                if user.op == "call_method" and user.target == "view" and user.args[0] is node \
+                        and not any(isinstance(a, torch.dtype) for a in user.args[1:]):
+                    user.target = "reshape"
+            node.replace_all_uses_with(piece)
+            module.graph.erase_node(node)
+    module.recompile()
+    return len(groups)
 
 
 def _attribute(module: torch.nn.Module, path: str) -> Any:
