@@ -753,6 +753,14 @@ TEST_F(LoopTest, WithRegionsAStepAppliesARegionBuiltinToTheReference) {
   EXPECT_DOUBLE_EQ(summary["best_speedup"].get<double>(), 1.5);  // the slower region lost
   EXPECT_EQ(summary["status"], "finished");
   EXPECT_EQ(run_dir().config()["regions"]["windows"].size(), 2u);
+  // The regions' rewards stay out of the whole-model statistics.
+  int rewarded = 0;
+  for (const auto& attempt : attempts()) {
+    const bool region = attempt["slot"].get<std::string>().starts_with("region:");
+    EXPECT_EQ(attempt["reward"].is_null(), region) << attempt.dump();
+    rewarded += attempt["reward"].is_null() ? 0 : 1;
+  }
+  EXPECT_EQ(rewarded, 1);
 }
 
 // A built-in that needs certain ops (cuDNN autotuning: a convolution) goes only to the regions

@@ -545,13 +545,17 @@ Loop::Committed Loop::commit(const Choice& choice, const std::vector<Evaluation>
                              const std::optional<CriticVerdict>& verdict) {
   Committed committed;
   const Evaluation& final = evaluations.back();
+  // A region's gain is bounded by its share of the time: its reward would understate the
+  // technique in the whole-model statistics (keyed by the model's state), so it stays in the step
+  // record until the KB keeps statistics per region.
+  const bool counts = !is_region_slot(slots_[choice.slot].id);
   kb_.transaction([&] {
     for (std::size_t i = 0; i < evaluations.size(); ++i) {
       const bool last = i + 1 == evaluations.size();
       committed.attempt_id = kb_.add_attempt(attempt_row(
           evaluations[i], run_id_, task_, slots_[choice.slot].id, choice.state.state_id,
           choice.technique.id, options_.judge.backend, hardware_, iteration, step_in_iteration,
-          last ? std::optional<double>(scored.reward) : std::nullopt));
+          last && counts ? std::optional<double>(scored.reward) : std::nullopt));
     }
     rollout_.back().attempt_id = committed.attempt_id;
     if (scored.new_best) {
