@@ -438,38 +438,6 @@ std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
   return std::nullopt;
 }
 
-// The Model's region windows as slots beside the whole model (--regions), found once per run and
-// kept in its config.json ("regions"), so that a resumed run has the same slots. A model that
-// torch.fx cannot capture is kept whole, with the reason there and in the log.
-void Loop::add_region_slots() {
-  nlohmann::json config = run_.config();
-  std::optional<ProgramRegions> regions;
-  if (config.contains("regions")) {
-    regions = ProgramRegions::from_json(config["regions"]);
-  } else {
-    regions = backend_.program_regions();
-    if (!regions) {
-      note("--regions: the " + options_.judge.backend +
-           " backend has no regions; the model is kept whole");
-      return;
-    }
-    config["regions"] = regions->to_json();
-    run_.write_config(config);
-  }
-  if (!regions->captured) {
-    note("--regions: the model is kept whole: " + regions->failure);
-    return;
-  }
-  std::string listed;
-  for (const auto& window : regions->windows) {
-    slots_.push_back({window.slot_id(), window.share, 0, 0, window.ops, window.op_kinds});
-    listed += fmt::format("{}{} ({:.0f}%)", listed.empty() ? "" : ", ", window.slot_id(),
-                          window.share * 100);
-  }
-  note(fmt::format("--regions: {} region window{}{}{}", regions->windows.size(),
-                   regions->windows.size() == 1 ? "" : "s", listed.empty() ? "" : ": ", listed));
-}
-
 // The actor (or a built-in transform) and the fix agent; every candidate judged.
 std::vector<Evaluation> Loop::produce(const Choice& choice, int global) {
   if (choice.technique.implementer == "builtin") return {builtin(choice, global)};

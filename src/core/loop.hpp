@@ -108,7 +108,7 @@ class Loop {
                                                          const Slot& slot,
                                                          const Classification& state, int global);
   optimize_detail::Evaluation builtin(const Choice& choice, int global);
-  // The graph-first round (loop_graph_round.cpp).
+  // The graph-first round (loop_model_level.cpp, with add_region_slots).
   enum class GraphRound { off, pending, legal, illegal };
   std::optional<Choice> graph_round_choice(const Classification& state);
   void end_graph_round(const Choice& choice, const optimize_detail::Evaluation& final);

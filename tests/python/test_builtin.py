@@ -271,9 +271,10 @@ def test_a_region_transform_then_a_whole_model_one_composes(monkeypatch: pytest.
     model = _load(source)["ModelNew"](4, 6, 5)
     model.load_state_dict(reference.state_dict())
     seen: dict = {}
-    model.conv2.register_forward_hook(lambda module, args, out: seen.__setitem__("conv2", torch.backends.cudnn.benchmark))
-    model.conv2.register_forward_pre_hook(
-        lambda module, args: seen.__setitem__("channels_last", args[0].is_contiguous(memory_format=torch.channels_last)))
+    model.conv2.register_forward_hook(
+        lambda module, args, out: seen.__setitem__("conv2", torch.backends.cudnn.benchmark))
+    model.conv2.register_forward_pre_hook(lambda module, args: seen.__setitem__(
+        "channels_last", args[0].is_contiguous(memory_format=torch.channels_last)))
     x = torch.randn(2, 4, 6, 6)
     assert torch.allclose(model(x), reference(x), atol=1e-6)
     assert seen == {"conv2": True, "channels_last": True}

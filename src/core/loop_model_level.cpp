@@ -1,7 +1,8 @@
-// The graph-first round of the model-level optimizer (--graph-first, ModelBlaster): the run's first
-// step judges the whole model in a CUDA graph; where that is correct, every later built-in
-// candidate is judged inside such a graph, the graph staying the outermost wrapper, and later
-// steps build on the candidate without it.
+// The model-level optimizer's parts of the loop (ModelBlaster): the Model's region windows as slots
+// (--regions), and the graph-first round (--graph-first): the run's first step judges the whole
+// model in a CUDA graph; where that is correct, every later built-in candidate is judged inside
+// such a graph, the graph staying the outermost wrapper, and later steps build on the candidate
+// without it.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -37,6 +38,38 @@ bool allowed(const TechniqueRow& technique, const std::vector<std::string>& allo
 }
 
 }  // namespace
+
+// The Model's region windows as slots beside the whole model (--regions), found once per run and
+// kept in its config.json ("regions"), so that a resumed run has the same slots. A model that
+// torch.fx cannot capture is kept whole, with the reason there and in the log.
+void Loop::add_region_slots() {
+  nlohmann::json config = run_.config();
+  std::optional<ProgramRegions> regions;
+  if (config.contains("regions")) {
+    regions = ProgramRegions::from_json(config["regions"]);
+  } else {
+    regions = backend_.program_regions();
+    if (!regions) {
+      note("--regions: the " + options_.judge.backend +
+           " backend has no regions; the model is kept whole");
+      return;
+    }
+    config["regions"] = regions->to_json();
+    run_.write_config(config);
+  }
+  if (!regions->captured) {
+    note("--regions: the model is kept whole: " + regions->failure);
+    return;
+  }
+  std::string listed;
+  for (const auto& window : regions->windows) {
+    slots_.push_back({window.slot_id(), window.share, 0, 0, window.ops, window.op_kinds});
+    listed += fmt::format("{}{} ({:.0f}%)", listed.empty() ? "" : ", ", window.slot_id(),
+                          window.share * 100);
+  }
+  note(fmt::format("--regions: {} region window{}{}{}", regions->windows.size(),
+                   regions->windows.size() == 1 ? "" : "s", listed.empty() ? "" : ": ", listed));
+}
 
 std::optional<Loop::Choice> Loop::graph_round_choice(const Classification& state) {
   const auto model = std::find_if(slots_.begin(), slots_.end(),
