@@ -4,8 +4,10 @@
 // read_lenient also skips a field of another kind (steps.jsonl of an older mblast, the worker's
 // answers).
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -48,6 +50,18 @@ template <typename T>
 void read_lenient(const nlohmann::json& json, const char* key, std::optional<T>& out) {
   T value{};
   if (read_lenient(json, key, value)) out = std::move(value);
+}
+
+// The strings of the array in `key`, leniently: a missing field or one that is not an array reads
+// as empty, and an entry that is not a string is skipped.
+inline std::vector<std::string> read_lenient_strings(const nlohmann::json& json, const char* key) {
+  std::vector<std::string> values;
+  const auto it = json.find(key);
+  if (it == json.end() || !it->is_array()) return values;
+  for (const auto& value : *it) {
+    if (value.is_string()) values.push_back(value.get<std::string>());
+  }
+  return values;
 }
 
 template <typename T>

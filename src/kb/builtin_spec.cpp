@@ -1,19 +1,8 @@
 #include "mblast/kb.hpp"
 
+#include "mblast/json_fields.hpp"
+
 namespace mblast {
-namespace {
-
-std::vector<std::string> strings(const nlohmann::json& object, const char* key) {
-  std::vector<std::string> values;
-  const auto it = object.find(key);
-  if (it == object.end() || !it->is_array()) return values;
-  for (const auto& value : *it) {
-    if (value.is_string()) values.push_back(value.get<std::string>());
-  }
-  return values;
-}
-
-}  // namespace
 
 std::optional<BuiltinSpec> BuiltinSpec::from_json(const nlohmann::json& object) {
   if (!object.is_object()) return std::nullopt;
@@ -22,10 +11,10 @@ std::optional<BuiltinSpec> BuiltinSpec::from_json(const nlohmann::json& object) 
   if (const auto it = object.find("transform"); it != object.end() && it->is_string()) {
     spec.transform = it->get<std::string>();
   }
-  spec.requirements = strings(object, "requires");
-  spec.groups = strings(object, "groups");
-  spec.needs_ops = strings(object, "needs_ops");
-  spec.after = strings(object, "after");
+  spec.requirements = read_lenient_strings(object, "requires");
+  spec.groups = read_lenient_strings(object, "groups");
+  spec.needs_ops = read_lenient_strings(object, "needs_ops");
+  spec.after = read_lenient_strings(object, "after");
   if (const auto it = object.find("takes_region"); it != object.end() && it->is_boolean()) {
     spec.takes_region = it->get<bool>();
   }

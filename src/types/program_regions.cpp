@@ -9,16 +9,6 @@
 namespace mblast {
 namespace {
 
-std::vector<std::string> names(const nlohmann::json& object, const char* key) {
-  std::vector<std::string> found;
-  const auto it = object.find(key);
-  if (it == object.end() || !it->is_array()) return found;
-  for (const auto& name : *it) {
-    if (name.is_string()) found.push_back(name.get<std::string>());
-  }
-  return found;
-}
-
 std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -61,11 +51,11 @@ ProgramRegions ProgramRegions::from_json(const nlohmann::json& object) {
   for (const auto& w : *windows) {
     if (!w.is_object()) continue;
     RegionWindow window;
-    window.ops = names(w, "ops");
+    window.ops = read_lenient_strings(w, "ops");
     read_lenient(w, "share", window.share);
-    window.inputs = names(w, "inputs");
-    window.outputs = names(w, "outputs");
-    window.op_kinds = names(w, "op_kinds");
+    window.inputs = read_lenient_strings(w, "inputs");
+    window.outputs = read_lenient_strings(w, "outputs");
+    window.op_kinds = read_lenient_strings(w, "op_kinds");
     if (window.op_kinds.empty()) {
       for (const auto& op : window.ops) {
         if (const auto it = kinds.find(op); it != kinds.end())
