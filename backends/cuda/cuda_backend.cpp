@@ -9,6 +9,7 @@
 #include "cuda/eval_server.hpp"
 #include "cuda/worker_pool.hpp"
 #include "mblast/error.hpp"
+#include "mblast/probe.hpp"
 #include "mblast/process.hpp"
 #include "mblast/python.hpp"
 
@@ -183,9 +184,7 @@ Backend::Builtin builtin_candidate(const fs::path& python, const std::string& tr
   spec.timeout = std::chrono::seconds(60);
   const ProcessResult result = run_process(spec);
   if (!result.timed_out && result.exit_code == kNothingToChange) {
-    std::string why = result.err;
-    while (!why.empty() && why.back() == '\n') why.pop_back();
-    return {std::nullopt, why};
+    return {std::nullopt, probing::trim(result.err)};
   }
   if (!result.ok()) {
     throw job_error("the built-in transform " + transform + " could not be generated (" +

@@ -1,19 +1,11 @@
 #include "mblast/error.hpp"
+#include "mblast/probe.hpp"
 #include "mblast/process.hpp"
 #include "mblast/python.hpp"
 
 namespace mblast {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-std::string trimmed(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text;
-}
-
-}  // namespace
 
 nlohmann::json run_regions_worker(const fs::path& problem, const std::string& device,
                                   std::chrono::milliseconds timeout) {
@@ -27,12 +19,12 @@ nlohmann::json run_regions_worker(const fs::path& problem, const std::string& de
   spec.timeout = timeout;
   const ProcessResult result = run_process(spec);
   if (!result.timed_out && result.exit_code == 2) {
-    throw input_error("the problem could not be loaded: " + trimmed(result.err),
+    throw input_error("the problem could not be loaded: " + probing::trim(result.err),
                       "check that it defines Model, get_inputs and get_init_inputs");
   }
   if (!result.ok()) {
     throw job_error(
-        "finding the regions failed (" + result.describe() + "): " + trimmed(result.err),
+        "finding the regions failed (" + result.describe() + "): " + probing::trim(result.err),
         result.timed_out ? "raise --timeout" : "run the problem with python3 alone");
   }
   try {
