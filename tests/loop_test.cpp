@@ -823,6 +823,19 @@ TEST_F(LoopTest, WhereTheGraphRoundFailsCandidatesAreJudgedAsTheyAre) {
   EXPECT_DOUBLE_EQ(summary["best_speedup"].get<double>(), 1.4);
 }
 
+// The round takes the graph built-in only where the technique selector would: not a deprecated one.
+TEST_F(LoopTest, ADeprecatedGraphBuiltinStartsNoGraphRound) {
+  KnowledgeBase(dir_ / "kb.sqlite").deprecate_technique("cuda/builtin-cuda-graph");
+  backend_.speedups = {{"cuda_graph", 1.3}, {"torch_compile", 1.4}};
+  auto o = options(1);
+  o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-cuda-graph"};
+  o.graph_first = true;
+  run_builtins(o);
+  const auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0]["technique"], "cuda/builtin-torch-compile");
+}
+
 TEST(ProgramRegions, WindowsReadTheirOpsKindsAndRoundTrip) {
   const ProgramRegions regions = two_windows();
   ASSERT_EQ(regions.windows.size(), 2u);

@@ -68,6 +68,12 @@ struct SelectorConfig {
   double try_first_reward = 0.3;
 };
 
+// Why a technique cannot be tried here at all, or empty: not for `backend`, deprecated, an LLM
+// technique without an LLM, or a built-in whose requirements are not all allowed. select_technique
+// removes such arms, and the loop's graph-first round offers none of them either.
+std::string technique_unavailable(const TechniqueRow& technique, const std::string& backend,
+                                  const SelectorConfig& config);
+
 struct ArmScore {
   std::string technique_id;
   double n_local = 0;  // attempts on this hardware

@@ -411,7 +411,7 @@ std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
   selector.allowed_requirements = allowed_requirements(options_, baseline_);
   selector.try_first = try_first_of(states_, choice.state.state_id);
   if (graph_round_ == GraphRound::pending) {
-    if (auto graph = graph_round_choice(choice.state)) return graph;
+    if (auto graph = graph_round_choice(choice.state, selector)) return graph;
   }
   const auto all = kb_.techniques(options_.judge.backend);
   const auto stats = kb_.reward_stats(options_.judge.backend, choice.state.state_id);

@@ -110,7 +110,8 @@ class Loop {
   optimize_detail::Evaluation builtin(const Choice& choice, int global);
   // The graph-first round (loop_model_level.cpp, with add_region_slots).
   enum class GraphRound { off, pending, legal, illegal };
-  std::optional<Choice> graph_round_choice(const Classification& state);
+  std::optional<Choice> graph_round_choice(const Classification& state,
+                                           const SelectorConfig& selector);
   void end_graph_round(const Choice& choice, const optimize_detail::Evaluation& final);
   void restore_graph_round(const StepRecord& record);
   bool wraps_in_graph(const TechniqueRow& technique) const;

@@ -28,15 +28,6 @@ bool in_graph_group(const TechniqueRow& technique) {
   return std::find(groups.begin(), groups.end(), "graph") != groups.end();
 }
 
-bool allowed(const TechniqueRow& technique, const std::vector<std::string>& allowed_requirements) {
-  if (!technique.builtin) return false;
-  return std::all_of(technique.builtin->requirements.begin(), technique.builtin->requirements.end(),
-                     [&](const std::string& r) {
-                       return std::find(allowed_requirements.begin(), allowed_requirements.end(),
-                                        r) != allowed_requirements.end();
-                     });
-}
-
 }  // namespace
 
 // The Model's region windows as slots beside the whole model (--regions), found once per run and
@@ -71,17 +62,19 @@ void Loop::add_region_slots() {
                    regions->windows.size() == 1 ? "" : "s", listed.empty() ? "" : ": ", listed));
 }
 
-std::optional<Loop::Choice> Loop::graph_round_choice(const Classification& state) {
+// The round's CUDA-graph built-in where the technique selector would allow it
+// (technique_unavailable: requirements, deprecation).
+std::optional<Loop::Choice> Loop::graph_round_choice(const Classification& state,
+                                                     const SelectorConfig& selector) {
   const auto model = std::find_if(slots_.begin(), slots_.end(),
                                   [](const Slot& slot) { return slot.id == "model"; });
   const auto all = kb_.techniques(options_.judge.backend);
   const auto eligible =
       eligible_techniques(all, "model", current_, tried_, options_.techniques,
                           backend_.traits().builtins_need_a_candidate, problem_ops_);
-  const auto requirements = allowed_requirements(options_, baseline_);
   for (const auto& technique : eligible.techniques) {
     if (model == slots_.end() || !is_graph_transform(technique) ||
-        !allowed(technique, requirements))
+        !technique_unavailable(technique, options_.judge.backend, selector).empty())
       continue;
     Choice choice;
     choice.slot = static_cast<std::size_t>(model - slots_.begin());

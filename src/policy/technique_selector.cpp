@@ -14,20 +14,6 @@ bool contains(const std::vector<std::string>& items, const std::string& item) {
   return std::find(items.begin(), items.end(), item) != items.end();
 }
 
-// Why a technique cannot be tried here at all, or empty.
-std::string unavailable(const TechniqueRow& t, const std::string& backend,
-                        const SelectorConfig& config) {
-  if (!contains(t.backends, backend)) return "not for " + backend;
-  if (t.deprecated) return "deprecated";
-  if (t.implementer == "llm" && !config.llm_available) return "needs an LLM";
-  if (t.implementer == "builtin" && t.builtin) {
-    for (const auto& requirement : t.builtin->requirements) {
-      if (!contains(config.allowed_requirements, requirement)) return "needs " + requirement;
-    }
-  }
-  return {};
-}
-
 // The assumed mean reward the seed catalogue gives a technique in a state: ranked by the state's
 // try_first list, else a flat small prior when the technique lists the state; else none.
 std::optional<double> seed_prior_reward(const TechniqueRow& t, const std::string& state_id,
@@ -45,6 +31,19 @@ std::optional<double> seed_prior_reward(const TechniqueRow& t, const std::string
 
 }  // namespace
 
+std::string technique_unavailable(const TechniqueRow& t, const std::string& backend,
+                                  const SelectorConfig& config) {
+  if (!contains(t.backends, backend)) return "not for " + backend;
+  if (t.deprecated) return "deprecated";
+  if (t.implementer == "llm" && !config.llm_available) return "needs an LLM";
+  if (t.implementer == "builtin" && t.builtin) {
+    for (const auto& requirement : t.builtin->requirements) {
+      if (!contains(config.allowed_requirements, requirement)) return "needs " + requirement;
+    }
+  }
+  return {};
+}
+
 Selection select_technique(const std::vector<TechniqueRow>& techniques,
                            const std::vector<RewardStat>& stats, const std::string& state_id,
                            const std::string& backend, const std::string& hardware,
@@ -55,7 +54,7 @@ Selection select_technique(const std::vector<TechniqueRow>& techniques,
     if (!contains(t.backends, backend)) continue;
     ArmScore arm;
     arm.technique_id = t.id;
-    arm.removed_reason = unavailable(t, backend, config);
+    arm.removed_reason = technique_unavailable(t, backend, config);
     arm.removed = !arm.removed_reason.empty();
 
     double sum = 0;
