@@ -194,8 +194,36 @@ class ModelNew(_Base):
 ''',
 }
 
-# Traced at the first call, kept out of the registry and built again as the region candidates' model
-# is (_REGION_MODEL below). The merged modules read the model's parameters: nothing is copied.
+
+def _traced_once_model(name: str, build: str, call: str) -> str:
+    """A ModelNew that makes its model (the expression `build`, over self and super().forward) at the
+    first call: after the judge has moved the model and loaded its weights. It is kept in
+    self.__dict__["_mblast_<name>"], out of the module's registry (its state dict stays the base's), and
+    made again after a move, a cast or a train/eval switch, which the trace would miss (new buffer
+    tensors, the training flag a constant). `call` runs the inputs through it, held in `name`."""
+    key = f"_mblast_{name}"
+    return f'''
+
+class ModelNew(_Base):
+    def forward(self, *inputs):
+        {name} = self.__dict__.get("{key}")
+        if {name} is None:
+            {name} = {build}
+            self.__dict__["{key}"] = {name}
+        return {call}
+
+    def _apply(self, *args, **kwargs):
+        self.__dict__.pop("{key}", None)
+        return super()._apply(*args, **kwargs)
+
+    def train(self, mode=True):
+        self.__dict__.pop("{key}", None)
+        return super().train(mode)
+'''
+
+
+# Traced at the first call, as the region candidates' model is (_REGION_MODEL below). The merged
+# modules read the model's parameters: nothing is copied.
 _BODIES["sibling_merge"] = '''
 
 def _merged_graph(model, base_forward):
@@ -204,23 +232,8 @@ def _merged_graph(model, base_forward):
     except ValueError:
         return False  # the base's forward as it is
     return traced if _cut["merge_siblings"](traced) else False
-
-
-class ModelNew(_Base):
-    def forward(self, *inputs):
-        merged = self.__dict__.get("_mblast_merged")
-        if merged is None:
-            merged = self.__dict__["_mblast_merged"] = _merged_graph(self, super().forward)
-        return super().forward(*inputs) if merged is False else merged(*inputs)
-
-    def _apply(self, *args, **kwargs):
-        self.__dict__.pop("_mblast_merged", None)
-        return super()._apply(*args, **kwargs)
-
-    def train(self, mode=True):
-        self.__dict__.pop("_mblast_merged", None)
-        return super().train(mode)
-'''
+''' + _traced_once_model("merged", "_merged_graph(self, super().forward)",
+                         "super().forward(*inputs) if merged is False else merged(*inputs)")
 
 _COMPILE_MODES = {
     "torch_compile": "",
@@ -265,27 +278,9 @@ def _wrap_region(region):
 ''',
 }
 
-# Built at the first call: after the judge has moved the model and loaded its weights. Kept out of
-# the module's registry (its state dict stays the base's); built again after a move, a cast or a
-# train/eval switch, which the trace would miss (new buffer tensors, the training flag a constant).
-_REGION_MODEL = '''
-
-class ModelNew(_Base):
-    def forward(self, *inputs):
-        regioned = self.__dict__.get("_mblast_regioned")
-        if regioned is None:
-            regioned = _cut["model_with_region"](self, super().forward, _REGION_OPS, _wrap_region)
-            self.__dict__["_mblast_regioned"] = regioned
-        return regioned(*inputs)
-
-    def _apply(self, *args, **kwargs):
-        self.__dict__.pop("_mblast_regioned", None)
-        return super()._apply(*args, **kwargs)
-
-    def train(self, mode=True):
-        self.__dict__.pop("_mblast_regioned", None)
-        return super().train(mode)
-'''
+# The model with its region wrapped, made at the first call (_traced_once_model).
+_REGION_MODEL = _traced_once_model(
+    "regioned", '_cut["model_with_region"](self, super().forward, _REGION_OPS, _wrap_region)', "regioned(*inputs)")
 
 REGION_TRANSFORMS = tuple(sorted({"cudnn_benchmark"} | set(_COMPILE_MODES)))
 
