@@ -145,8 +145,8 @@ nlohmann::json device_ceilings(const EvalOptions& options, const fs::path& cache
   if (std::ifstream in(path); in) {
     try {
       auto cached = nlohmann::json::parse(in);
-      // Entries from before the TF32 ceiling was measured are measured again.
-      if (cached.contains("peak_tflops_tf32") || device == "cpu") return cached;
+      // Entries from before the TF32 and bfloat16 ceilings were measured are measured again.
+      if (cached.contains("peak_tflops_bf16") || device == "cpu") return cached;
     } catch (const nlohmann::json::parse_error&) {
       spdlog::warn("ignoring unreadable ceilings cache {}", path.string());
     }
@@ -164,6 +164,8 @@ nlohmann::json device_ceilings(const EvalOptions& options, const fs::path& cache
       {"bandwidth_gbs", outcome.response["bandwidth_gbs"]},
       {"peak_tflops", outcome.response["peak_tflops_fp32"]},
       {"peak_tflops_tf32", outcome.response.value("peak_tflops_tf32", nlohmann::json())},
+      {"peak_tflops_bf16", outcome.response.value("peak_tflops_bf16", nlohmann::json())},
+      {"peak_tflops_fp16", outcome.response.value("peak_tflops_fp16", nlohmann::json())},
       {"device_name", outcome.response.value("device_name", "")},
       {"measured_at", utc_now()}};
   std::error_code ec;
@@ -233,7 +235,11 @@ nlohmann::json worker_eval_request(const EvalOptions& options, const fs::path& c
        ceilings.is_object() ? nlohmann::json{{"bandwidth_gbs", ceilings["bandwidth_gbs"]},
                                              {"peak_tflops", ceilings["peak_tflops"]},
                                              {"peak_tflops_tf32",
-                                              ceilings.value("peak_tflops_tf32", nlohmann::json())}}
+                                              ceilings.value("peak_tflops_tf32", nlohmann::json())},
+                                             {"peak_tflops_bf16",
+                                              ceilings.value("peak_tflops_bf16", nlohmann::json())},
+                                             {"peak_tflops_fp16",
+                                              ceilings.value("peak_tflops_fp16", nlohmann::json())}}
                             : nlohmann::json()},
       {"timing", options.timing ? nlohmann::json{{"runs", options.timing_runs},
                                                  {"warmup", 5},

@@ -44,6 +44,9 @@ struct Tolerance {
   std::string policy;                                    // "eager-widened" or "strict"
   bool widened_by_eager = false;                         // raised to eager's own error
   std::optional<double> requested_atol, requested_rtol;  // what was asked, where the judge says
+  // A SOL-ExecBench workload's: the share of elements that must be within, and a cap on any
+  // element's absolute error (none: every element within, no cap).
+  std::optional<double> matched_ratio, error_cap;
 
   // nullopt for anything but an object with numeric atol and rtol.
   static std::optional<Tolerance> from_json(const nlohmann::json& object);

@@ -135,6 +135,8 @@ std::optional<Tolerance> Tolerance::from_json(const json& j) {
   t.widened_by_eager = widened != j.end() && widened->is_boolean() && widened->get<bool>();
   t.requested_atol = number(j, "requested_atol");
   t.requested_rtol = number(j, "requested_rtol");
+  t.matched_ratio = number(j, "matched_ratio");
+  t.error_cap = number(j, "error_cap");
   return t;
 }
 
@@ -143,6 +145,8 @@ json Tolerance::to_json() const {
   if (!policy.empty()) j["policy"] = policy;
   if (requested_atol) j["requested_atol"] = *requested_atol;
   if (requested_rtol) j["requested_rtol"] = *requested_rtol;
+  if (matched_ratio) j["matched_ratio"] = *matched_ratio;
+  if (error_cap) j["error_cap"] = *error_cap;
   return j;
 }
 

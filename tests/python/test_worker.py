@@ -143,7 +143,8 @@ def test_correct_candidate_report(results: Dict[str, Dict[str, Any]]) -> None:
     resp = results["correct_relu"]
     assert resp["correct"] is True and resp["flags"] == [] and resp["error"] is None
     assert resp["max_abs_err"] == 0.0 and resp["eager_max_abs_err"] == 0.0
-    assert resp["tolerance"] == {"atol": 1e-4, "rtol": 1e-4, "policy": "eager-widened", "widened_by_eager": False}
+    assert resp["tolerance"] == {"atol": 1e-4, "rtol": 1e-4, "policy": "eager-widened", "widened_by_eager": False,
+                                 "matched_ratio": None, "error_cap": None}
     assert resp["outputs"] == [{"shape": [16, 64], "dtype": "float32"}]
     assert resp["min_bytes"] == 2 * 16 * 64 * 4
     assert [t["seed"] for t in resp["trials"]] == [1, 2, 3]

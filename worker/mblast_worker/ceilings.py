@@ -41,6 +41,17 @@ def measure_tf32(device: torch.device) -> Optional[float]:
     return 2 * n**3 / (_matmul_ms(device, n, 10, tf32=True) * 1e-3) / 1e12
 
 
+def measure_half(device: torch.device, dtype: torch.dtype) -> Optional[float]:
+    """bfloat16 or float16 matmul TFLOP/s (fp32 accumulation, the tensor cores' rate), on CUDA
+    only: the ceiling of problems computed in that dtype."""
+    if device.type != "cuda":
+        return None
+    n = 8192
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    return 2 * n**3 / (_median_ms(device, lambda: torch.mm(a, b), 10) * 1e-3) / 1e12
+
+
 def measure(device: torch.device) -> Tuple[float, float]:
     """(bandwidth GB/s counting bytes read and written, fp32 TFLOP/s with TF32 off)."""
     on_gpu = device.type == "cuda"

@@ -30,6 +30,16 @@ CHUNK_ELEMENTS: int = 1 << 22  # 4 Mi elements: 32 MiB per float64 temporary
 class Tol:
     atol: float
     rtol: float
+    # SOL-ExecBench's workload tolerance (its docs/workload.md): the share of elements that must be
+    # within atol + rtol |ref|, and a cap on any element's absolute error. The defaults are
+    # KernelBench's rule: every element within, no cap.
+    matched_ratio: float = 1.0
+    error_cap: Optional[float] = None
+    # How eager's own error widens it: "max" raises atol and rtol to 1.5 x eager's error
+    # (KernelBench's problems); "add" adds eager's error to them, for a tolerance stated against the
+    # reference's own output (a SOL-ExecBench workload's): a candidate within it of eager's output
+    # is within the sum of the float64 result.
+    widen: str = "max"
 
 
 @dataclass
@@ -56,15 +66,29 @@ class OutputDiff:
     digest: Tuple[float, float, float] = (0.0, 0.0, 0.0)  # of the candidate's values (tensors.digest)
     numel: int = 0
     ref_max: float = 0.0
+    over_count: int = 0  # elements outside atol + rtol |ref| (non-finite disagreements included)
+    allowed_over: int = 0  # how many may be: (1 - matched_ratio) of the elements
+    error_cap: Optional[float] = None
 
     def looks_like_reduced_precision(self) -> bool:
         return (not self.special_mismatch and PRECISION_DROP_RANGE[0] <= self.scale_rel <= PRECISION_DROP_RANGE[1]
                 and self.widespread_fraction >= 0.1 and self.bias_ratio < 0.5)
 
     def passes(self, rel_l2_limit: float) -> bool:
-        if self.special_mismatch or self.worst_ratio > 1.0:
-            return False
-        return self.ref_norm == 0.0 or self.rel_l2 <= rel_l2_limit
+        return self.failure(rel_l2_limit) is None
+
+    def failure(self, rel_l2_limit: float) -> Optional[str]:
+        """Why the output fails, or None. NaN or Inf where the reference is finite always fails,
+        whatever share of elements may be outside the tolerance."""
+        if self.bad_nonfinite:
+            return "nan_inf"
+        if (self.special_mismatch or self.worst_ratio > 1.0) and self.over_count > self.allowed_over:
+            return "elements"
+        if self.error_cap is not None and self.max_abs > self.error_cap:
+            return "error_cap"
+        if self.ref_norm != 0.0 and self.rel_l2 > rel_l2_limit:
+            return "rel_l2"
+        return None
 
 
 def as_f64(t: torch.Tensor) -> torch.Tensor:
@@ -135,7 +159,7 @@ def count_poison(chunk: torch.Tensor, word: int) -> torch.Tensor:
 # Running statistics of DiffAccumulator, as positions in its two float64 vectors on the chunks'
 # device: sums add up chunk by chunk, maxima take the larger; nothing is read back before result().
 _SUMS = ("err_sq", "ref_sq", "err_sum", "signed_sum", "scaling", "nonzero_c", "nonzero_r", "widespread",
-         "digest0", "digest1", "digest2", "poison", "bad_nonfinite", "special")
+         "digest0", "digest1", "digest2", "poison", "bad_nonfinite", "special", "over")
 _MAXES = ("max_rel", "policy_err", "max_abs", "ref_max")
 _S = {name: i for i, name in enumerate(_SUMS)}
 _M = {name: i for i, name in enumerate(_MAXES)}
@@ -191,7 +215,7 @@ class DiffAccumulator:
             torch.count_nonzero(c), nonzero_r, torch.count_nonzero(err > 1e-5 * scale),
             clean.sum(), torch.dot(clean, clean), torch.dot(clean, weights.to(torch.float64)),
             count_poison(cand, self.poison) if self.poison is not None else zero,
-            torch.count_nonzero(r_fin & ~c_fin), torch.count_nonzero(special_bad),
+            torch.count_nonzero(r_fin & ~c_fin), torch.count_nonzero(special_bad), torch.count_nonzero(ratio > 1.0),
         ]
         self._sums += torch.stack([s.to(torch.float64) for s in sums])
         maxes = torch.stack([(err / (abs_r + self.rel_floor)).max(), (err / (abs_r + 1.0)).max(), err.max(), ref_max])
@@ -233,6 +257,9 @@ class DiffAccumulator:
             digest=(s[_S["digest0"]], s[_S["digest1"]], s[_S["digest2"]]),
             numel=n,
             ref_max=ref_max,
+            over_count=int(s[_S["over"]]),
+            allowed_over=int(math.floor((1.0 - self.tol.matched_ratio) * n + 1e-9)),
+            error_cap=self.tol.error_cap,
         )
 
 
@@ -266,18 +293,27 @@ def widen_floor(eager_err: float) -> float:
     return EAGER_WIDEN_FACTOR * eager_err
 
 
-def widened(base: Tol, eager_err: float, policy: str) -> Tol:
+def widened(base: Tol, eager_err: float, policy: str, eager_max_abs: float = 0.0) -> Tol:
+    """Under eager-widened, never stricter than eager's own error: atol and rtol at least 1.5 x
+    eager's policy error and an error cap at least 1.5 x eager's largest absolute error (widen
+    "max"), or eager's errors added to them (widen "add", see Tol)."""
     if policy == "strict":
-        return Tol(base.atol, base.rtol)
+        return Tol(base.atol, base.rtol, base.matched_ratio, base.error_cap, base.widen)
+    if base.widen == "add":
+        # |c - r| <= |c - e| + |e - r| <= atol + rtol |e| + t (1 + |r|), and |e| <= |r| + t (1 + |r|).
+        extra = eager_err * (1.0 + base.rtol)
+        cap = None if base.error_cap is None else base.error_cap + eager_max_abs
+        return Tol(base.atol + extra, base.rtol + extra, base.matched_ratio, cap, base.widen)
     floor = widen_floor(eager_err)
-    return Tol(max(base.atol, floor), max(base.rtol, floor))
+    cap = None if base.error_cap is None else max(base.error_cap, EAGER_WIDEN_FACTOR * eager_max_abs)
+    return Tol(max(base.atol, floor), max(base.rtol, floor), base.matched_ratio, cap, base.widen)
 
 
 def against_eager(tol: Tol, eager_err: float) -> Tol:
     """The tolerance for a candidate compared with eager's fp32 output instead of the float64
     reference: |c - e| <= |c - r| + |e - r|, so eager's own error is added to both terms (twice,
     for the |e| in place of |r|)."""
-    return Tol(tol.atol + 2 * eager_err, tol.rtol + 2 * eager_err)
+    return Tol(tol.atol + 2 * eager_err, tol.rtol + 2 * eager_err, tol.matched_ratio)
 
 
 def poison_share(a: OutputDiff, b: OutputDiff) -> float:

@@ -11,7 +11,7 @@ import torch
 
 from . import guards, memory, progress
 from .compare import Tol, against_eager
-from .costmodel import sol_ms
+from .costmodel import sol_ms, sol_score
 from .signature import build_signature, profile_forward
 from .errors import CandidateRuntimeError
 from .opsrec import record_ops, shared_reference_ops
@@ -31,7 +31,7 @@ INFORMATIONAL_FLAGS = frozenset({"calls_reference_op", "reference_as_candidate"}
 
 def evaluate(s: Session) -> None:
     req = s.req
-    v = Verdict(base=Tol(req.atol, req.rtol), policy=req.tolerance_policy)
+    v = Verdict(base=_base_tolerance(s), policy=req.tolerance_policy)
     with s.phases.phase("trials"):
         for n, seed in enumerate(req.seeds):
             run_trial(s, v, seed, prime=n == 0)
@@ -45,6 +45,16 @@ def evaluate(s: Session) -> None:
     _finish(s, v)
 
 
+def _base_tolerance(s: Session) -> Tol:
+    """The request's atol and rtol, unless the problem sets its own (a SOL-ExecBench workload's)."""
+    declared = s.problem.tolerance
+    if declared is None:
+        return Tol(s.req.atol, s.req.rtol)
+    s.resp.add_note(f"tolerance set by the problem: atol {declared.atol:.3g}, rtol {declared.rtol:.3g}, "
+                    f"{declared.matched_ratio:.2%} of elements within, error cap {declared.error_cap}")
+    return declared
+
+
 def _can_still_pass(s: Session, v: Verdict) -> bool:
     return not v.failed and not any(f not in INFORMATIONAL_FLAGS for f in s.resp.flags)
 
@@ -53,7 +63,8 @@ def _after_trials(s: Session, v: Verdict) -> None:
     facts = s.facts
     s.resp.flops, s.resp.min_bytes = facts.flops, facts.min_bytes
     tf32 = s.precision.candidate_setting.cudnn or s.precision.candidate_setting.matmul
-    s.resp.sol_ms = sol_ms(facts.flops, facts.min_bytes, s.req.device_ceilings, tf32=tf32)
+    s.resp.sol_ms = sol_ms(facts.flops, facts.min_bytes, s.req.device_ceilings, tf32=tf32,
+                           dtype=facts.compute_dtype)
     for note in facts.notes:
         s.resp.add_note(note)
     if _can_still_pass(s, v):
@@ -66,6 +77,8 @@ def _after_trials(s: Session, v: Verdict) -> None:
     with s.phases.phase("op_recording"):
         _record_candidate_ops(s, s.make_inputs(s.req.seeds[0]))
     _speed_of_light_flag(s)
+    s.resp.sol_score = sol_score(s.resp.cand_ms, s.resp.ref_ms, s.resp.sol_ms)
+    s.resp.sol_score_vs_compile = sol_score(s.resp.cand_ms, s.resp.compile_ms, s.resp.sol_ms)
 
 
 def _time_and_check(s: Session, v: Verdict) -> None:
@@ -200,7 +213,8 @@ def _finish(s: Session, v: Verdict) -> None:
     resp.eager_max_abs_err = v.eager_abs if resp.trials else None
     resp.eager_max_rel_err = v.eager_rel if resp.trials else None
     tol = v.tol or v.base
-    resp.tolerance = Tolerance(tol.atol, tol.rtol, v.policy, v.widened_by_eager)
+    resp.tolerance = Tolerance(tol.atol, tol.rtol, v.policy, v.widened_by_eager,
+                               tol.matched_ratio if tol.matched_ratio < 1.0 else None, tol.error_cap)
     resp.outputs = list(s.facts.outputs)
     resp.reference_precision = s.facts.plan.precision
     resp.reference_computations = s.reference_computations

@@ -20,7 +20,7 @@ from . import WORKER_VERSION, memory
 from .cachedir import CacheDir
 from .checks import aliases_anything
 from .compare import DiffAccumulator, OutputDiff, Tol, flat_view, chunks
-from .costmodel import count_flops, min_bytes
+from .costmodel import compute_dtype, count_flops, min_bytes
 from .opsrec import record_ops
 from .reference import (BATCH_CHUNKS, CPU, WHOLE, ReferenceModels, ReferencePlan, batch_size, iter_reference,
                         split_batch)
@@ -68,6 +68,7 @@ class ProblemFacts:
     ref_ops: List[str] = field(default_factory=list)
     flops: Optional[float] = None
     min_bytes: int = 0
+    compute_dtype: str = "float32"  # costmodel.compute_dtype of the inputs and parameters
     input_bytes: int = 0
     output_bytes: int = 0
     param_bytes: int = 0  # the reference model's parameters and buffers
@@ -254,6 +255,8 @@ def _static_facts(side: ProblemSide, facts: ProblemFacts, seed: int) -> List[Any
     facts.output_bytes = sum(nbytes(t) for t in eager)
     facts.ref_output_aliases = bool(aliases_anything(eager, inputs, side.ref_model))
     facts.min_bytes = min_bytes(inputs, side.ref_model, eager)
+    state = [t for t in side.ref_model.state_dict().values() if isinstance(t, torch.Tensor)]
+    facts.compute_dtype = compute_dtype(flat_tensors(inputs) + state)
     after = digest(inputs)
     facts.ref_mutated_inputs = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
     facts.ref_changes_state = bool(changed_state(side.ref_model, state_before))

@@ -12,6 +12,7 @@ from typing import Any, Callable, List, Optional, Type
 
 import torch
 
+from .compare import Tol
 from .errors import CandidateLoadError, TaskError, WorkerError
 
 _counter = itertools.count()
@@ -60,6 +61,29 @@ class Problem:
     model_cls: Type[torch.nn.Module]
     get_inputs: Callable[[], Any]
     get_init_inputs: Callable[[], Any]
+    tolerance: Optional[Tol] = None  # MBLAST_TOLERANCE, where the problem sets its own
+
+
+def declared_tolerance(path: str, raw: Any) -> Optional[Tol]:
+    """A problem's MBLAST_TOLERANCE: {"atol", "rtol", optional "matched_ratio" in (0, 1], optional
+    "error_cap" >= 0 or None}, as problem files of SOL-ExecBench workloads (mblast_sol) set it."""
+    if raw is None:
+        return None
+
+    def number(key: str, default: Any) -> Any:
+        value = raw.get(key, default)
+        if value is None and default is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            raise TaskError(f"{path}: MBLAST_TOLERANCE[{key!r}] must be a number >= 0, got {value!r}")
+        return float(value)
+
+    if not isinstance(raw, dict):
+        raise TaskError(f"{path}: MBLAST_TOLERANCE must be a dict, got {type(raw).__name__}")
+    ratio = number("matched_ratio", 1.0)
+    if not 0 < ratio <= 1:
+        raise TaskError(f"{path}: MBLAST_TOLERANCE['matched_ratio'] must be in (0, 1], got {ratio}")
+    return Tol(number("atol", 1e-4), number("rtol", 1e-4), ratio, number("error_cap", None), widen="add")
 
 
 def load_problem(path: str) -> Problem:
@@ -74,7 +98,8 @@ def load_problem(path: str) -> Problem:
             raise TaskError(f"{path}: no function {fn_name}()")
     with open(path, "rb") as fh:
         source = fh.read()
-    return Problem(path, source, model_cls, module.get_inputs, module.get_init_inputs)
+    tolerance = declared_tolerance(path, getattr(module, "MBLAST_TOLERANCE", None))
+    return Problem(path, source, model_cls, module.get_inputs, module.get_init_inputs, tolerance)
 
 
 @dataclass

@@ -59,6 +59,8 @@ def _dispatch(req: Request, resp: Response, device: torch.device) -> None:
     if req.op == "ceilings":
         resp.bandwidth_gbs, resp.peak_tflops_fp32 = ceilings.measure(device)
         resp.peak_tflops_tf32 = ceilings.measure_tf32(device)
+        resp.peak_tflops_bf16 = ceilings.measure_half(device, torch.bfloat16)
+        resp.peak_tflops_fp16 = ceilings.measure_half(device, torch.float16)
     elif req.op == "check_task":
         _check_task(req, resp, device)
     else:

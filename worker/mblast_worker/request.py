@@ -28,6 +28,8 @@ class DeviceCeilings:
     bandwidth_gbs: float
     peak_tflops: float  # fp32, TF32 off
     peak_tflops_tf32: Optional[float] = None  # fp32 with TF32 on (CUDA)
+    peak_tflops_bf16: Optional[float] = None  # CUDA
+    peak_tflops_fp16: Optional[float] = None
 
 
 @dataclass
@@ -133,6 +135,8 @@ def parse_request(raw: Any, default_device: str = "cpu") -> Request:
             bandwidth_gbs=float(_typed(ceilings, "bandwidth_gbs", (float, int), 0.0)),
             peak_tflops=float(_typed(ceilings, "peak_tflops", (float, int), 0.0)),
             peak_tflops_tf32=_optional_float(ceilings, "peak_tflops_tf32"),
+            peak_tflops_bf16=_optional_float(ceilings, "peak_tflops_bf16"),
+            peak_tflops_fp16=_optional_float(ceilings, "peak_tflops_fp16"),
         )
     timeout = _typed(raw, "timeout_s", (float, int), None)
     req.timeout_s = float(timeout) if timeout is not None else None

@@ -18,6 +18,9 @@ class Tolerance:
     rtol: float
     policy: str
     widened_by_eager: bool
+    # Where the problem sets them (a SOL-ExecBench workload): see compare.Tol.
+    matched_ratio: Optional[float] = None
+    error_cap: Optional[float] = None
 
 
 @dataclass
@@ -66,6 +69,10 @@ class Response:
     flops: Optional[float] = None
     min_bytes: Optional[int] = None
     sol_ms: Optional[float] = None
+    # SOL-ExecBench's score of the candidate's time (costmodel.sol_score) with eager as T_b, and
+    # with torch.compile of the reference as T_b where that was timed.
+    sol_score: Optional[float] = None
+    sol_score_vs_compile: Optional[float] = None
     flags: List[str] = field(default_factory=list)
     error: Optional[str] = None
     error_kind: Optional[str] = None
@@ -90,6 +97,8 @@ class Response:
     bandwidth_gbs: Optional[float] = None
     peak_tflops_fp32: Optional[float] = None
     peak_tflops_tf32: Optional[float] = None
+    peak_tflops_bf16: Optional[float] = None  # CUDA: bfloat16 and float16 matmul on the tensor cores
+    peak_tflops_fp16: Optional[float] = None
 
     def add_flag(self, flag: str) -> None:
         if flag not in self.flags:

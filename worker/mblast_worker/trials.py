@@ -119,7 +119,7 @@ def _poison_count(out: Any) -> int:
 
 def _trial_tolerance(v: Verdict, sf: SeedFacts) -> Tol:
     """The tolerance policy of docs/ARCHITECTURE.md §3, from this seed's eager error."""
-    tol = widened(v.base, sf.eager_policy_err, v.policy)
+    tol = widened(v.base, sf.eager_policy_err, v.policy, sf.eager_max_abs)
     if tol.atol > v.base.atol or tol.rtol > v.base.rtol:
         v.widened_by_eager = True
     if v.tol is None or tol.atol > v.tol.atol:
@@ -185,11 +185,20 @@ def _fail_numeric(s: Session, v: Verdict, diffs: List[OutputDiff], tol: Tol, see
                               f"(first worst at index {d.worst_index})")
             return
     for i, d in enumerate(diffs):
-        if d.special_mismatch or d.worst_ratio > 1.0:
+        why = d.failure(v.rel_l2_limit)
+        if why == "elements":
+            share = "" if tol.matched_ratio >= 1.0 else (
+                f"; {d.over_count / max(d.numel, 1):.2%} of elements are outside it, at most "
+                f"{1.0 - tol.matched_ratio:.2%} may be")
             v.fail("mismatch", f"seed {seed}: output {i} differs at index {d.worst_index}: candidate {d.worst_cand!r}, "
-                               f"reference {d.worst_ref!r} (tolerance atol {tol.atol:.3g} + rtol {tol.rtol:.3g}*|ref|)")
+                               f"reference {d.worst_ref!r} (tolerance atol {tol.atol:.3g} + rtol {tol.rtol:.3g}*|ref|"
+                               f"{share})")
             return
-        if d.ref_norm > 0 and d.rel_l2 > v.rel_l2_limit:
+        if why == "error_cap":
+            v.fail("mismatch", f"seed {seed}: output {i} has an absolute error of {d.max_abs:.3g}, above the "
+                               f"workload's cap {tol.error_cap:.3g}")
+            return
+        if why == "rel_l2":
             v.fail("mismatch", f"seed {seed}: output {i} relative L2 error {d.rel_l2:.3g} exceeds {v.rel_l2_limit:.3g} "
                                "(every element is within atol, but the values are wrong)")
             return
