@@ -48,19 +48,12 @@ class CudaBackend final : public Backend {
   Artifact build(const fs::path& candidate) override { return build_artifact(options_, candidate); }
 
   EvalResult evaluate(const Artifact& artifact, bool compile_baseline) override {
-    EvalOptions options = options_;
-    options.candidate = artifact.candidate;
-    options.compile_baseline = compile_baseline;
-    // Through the eval server, whose workers outlive this run: the runs of a batch after the
-    // first find one started. It rebuilds the candidate from the shared build cache (a hit); a
-    // failed build needs no worker at all.
-    if (!artifact.error && via_server()) {
-      if (auto results = evaluate_via_server(options, {artifact.candidate}, python_)) {
-        return EvalResult::from_json(results->front());
-      }
-    }
-    // The loop's evaluations keep a worker started ahead for the next one.
-    return EvalResult::from_json(evaluate_artifact(options, artifact, workers()));
+    return judged_on(options_.problem, artifact, compile_baseline);
+  }
+
+  std::optional<EvalResult> evaluate_on(const fs::path& problem, const Artifact& artifact,
+                                        bool compile_baseline) override {
+    return judged_on(problem, artifact, compile_baseline);
   }
 
   std::vector<EvalResult> judge_all(const std::vector<fs::path>& candidates) override {
@@ -114,6 +107,23 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  EvalResult judged_on(const fs::path& problem, const Artifact& artifact, bool compile_baseline) {
+    EvalOptions options = options_;
+    options.problem = problem;
+    options.candidate = artifact.candidate;
+    options.compile_baseline = compile_baseline;
+    // Through the eval server, whose workers outlive this run: the runs of a batch after the
+    // first find one started. It rebuilds the candidate from the shared build cache (a hit); a
+    // failed build needs no worker at all.
+    if (!artifact.error && via_server()) {
+      if (auto results = evaluate_via_server(options, {artifact.candidate}, python_)) {
+        return EvalResult::from_json(results->front());
+      }
+    }
+    // The loop's evaluations keep a worker started ahead for the next one.
+    return EvalResult::from_json(evaluate_artifact(options, artifact, workers()));
+  }
+
   bool via_server() const { return options_.use_server && eval_server_wanted(options_); }
 
   // Started on first use, so that `mblast eval` through the eval server starts none here.

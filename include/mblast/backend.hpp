@@ -84,6 +84,14 @@ class Backend {
   // Verify, measure and profile a built candidate (a failed build yields its compile error);
   // with compile_baseline, torch.compile of the reference is timed too (CUDA).
   virtual EvalResult evaluate(const Artifact& artifact, bool compile_baseline = false) = 0;
+  // The same, judged against another problem file of the same Model (a workload of a
+  // SOL-ExecBench problem: other shapes, inputs and tolerance); nullopt where the backend judges
+  // only its own problem (native backends, whose bundles are built for one problem).
+  virtual std::optional<EvalResult> evaluate_on(const std::filesystem::path& /*problem*/,
+                                                const Artifact& /*artifact*/,
+                                                bool /*compile_baseline*/) {
+    return std::nullopt;
+  }
   EvalResult judge(const std::filesystem::path& candidate, bool compile_baseline = false) {
     return evaluate(build(candidate), compile_baseline);
   }

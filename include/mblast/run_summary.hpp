@@ -48,6 +48,9 @@ struct RunSummary {
   std::optional<double> best_eager_ms;  // eager timed beside the best, over which it is reckoned
   std::optional<EagerRange> eager_range;
   std::optional<double> compile_ms, speedup_vs_compile;
+  // The speed-of-light estimate of the reference and SOL-ExecBench's score of the best, with the
+  // eager time of the best's evaluation as T_b (a SOL-ExecBench problem: over its workloads).
+  std::optional<double> sol_ms, sol_score;
   std::int64_t tokens = 0;
   std::optional<double> cost_usd;                       // none: a price is unknown
   nlohmann::json llm_usage = nlohmann::json::object();  // the LLM ledger's own report

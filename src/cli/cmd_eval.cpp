@@ -12,12 +12,14 @@
 
 #include "backend_registry.hpp"
 #include "cli/app.hpp"
+#include "core/workloads_backend.hpp"
 #include "mblast/backend.hpp"
 #include "mblast/error.hpp"
 #include "mblast/eval_options.hpp"
 #include "mblast/eval_result.hpp"
 #include "mblast/json_fields.hpp"
 #include "mblast/python.hpp"
+#include "mblast/sol_problem.hpp"
 #include "mblast/support.hpp"
 
 namespace mblast::cli {
@@ -67,8 +69,16 @@ void print_verdict(const EvalResult& e, const nlohmann::json& r) {
             << number(e.max_rel_err, "%.3g");
   if (e.tolerance) {
     std::cout << "  (allowed atol " << number(nlohmann::json(e.tolerance->atol), "%.3g")
-              << ", rtol " << number(nlohmann::json(e.tolerance->rtol), "%.3g") << ", policy "
-              << (e.tolerance->policy.empty() ? "?" : e.tolerance->policy) << ")";
+              << ", rtol " << number(nlohmann::json(e.tolerance->rtol), "%.3g");
+    if (e.tolerance->matched_ratio) {
+      std::cout << " for " << number(nlohmann::json(*e.tolerance->matched_ratio * 100), "%.4g")
+                << "% of elements";
+    }
+    if (e.tolerance->error_cap) {
+      std::cout << ", cap " << number(nlohmann::json(*e.tolerance->error_cap), "%.3g");
+    }
+    std::cout << ", policy " << (e.tolerance->policy.empty() ? "?" : e.tolerance->policy) << ")";
+    if (r.contains("workloads")) std::cout << " on workload 1";
   }
   std::cout << "\n";
   if (r.contains("eager_max_abs_err") && r["eager_max_abs_err"].is_number()) {
@@ -105,10 +115,40 @@ void print_times(const EvalResult& e, const nlohmann::json& r) {
   }
 }
 
+// A SOL-ExecBench problem's workloads, one line each (the times above are their geometric means).
+void print_workloads(const nlohmann::json& r) {
+  const auto workloads = r.find("workloads");
+  if (workloads == r.end() || !workloads->is_array()) return;
+  std::cout << "workloads   " << workloads->size() << " of " << r.value("workloads_total", 0)
+            << " judged; times above are their geometric means\n";
+  for (const auto& w : *workloads) {
+    std::string axes;
+    for (const auto& [name, value] : w["axes"].items()) {
+      axes += (axes.empty() ? "" : " ") + name + "=" + value.dump();
+    }
+    std::string uuid = w.value("uuid", "");
+    if (uuid.size() > 13) uuid = uuid.substr(0, 8);  // a UUID's first group names it
+    std::cout << "  " << uuid << "  " << axes << "  "
+              << (w.value("correct", false) ? "correct" : "INCORRECT") << "  eager "
+              << number(w["ref_ms"], "%.4f") << " ms, candidate " << number(w["cand_ms"], "%.4f")
+              << " ms, " << number(w["speedup"], "%.3f") << "x\n";
+  }
+}
+
 void print_report(const nlohmann::json& r) {
   const EvalResult e = EvalResult::from_json(r);
   print_verdict(e, r);
   print_times(e, r);
+  print_workloads(r);
+  if (r.contains("sol_score") && r["sol_score"].is_number()) {
+    std::cout << "sol score   " << number(r["sol_score"], "%.3f")
+              << " (SOL-ExecBench's: 0.5 at eager's time, 1 at the speed of light)";
+    if (r.contains("sol_score_vs_compile") && r["sol_score_vs_compile"].is_number()) {
+      std::cout << "; " << number(r["sol_score_vs_compile"], "%.3f")
+                << " with torch.compile as T_b";
+    }
+    std::cout << "\n";
+  }
   if (r.contains("sol_ms") && r["sol_ms"].is_number() && e.cand_ms) {
     const double sol = r["sol_ms"].get<double>();
     if (e.ref_ms && *e.ref_ms < sol) {
@@ -267,7 +307,20 @@ struct PreparedEval {
   const BackendRow& row;
   std::filesystem::path python;
   std::vector<std::filesystem::path> candidates;
+  std::optional<SolProblem> sol;  // a SOL-ExecBench problem, judged on every workload
 };
+
+// A SOL-ExecBench candidate as the judge takes it: a solution.json becomes a candidate file, the
+// problem itself (its directory or definition.json) its reference, workload 1's problem file.
+std::filesystem::path sol_candidate(const std::filesystem::path& candidate,
+                                    const std::filesystem::path& problem, const SolProblem& sol,
+                                    const std::filesystem::path& folder) {
+  if (is_sol_problem(candidate)) return sol.workloads.front().file;
+  if (candidate.extension() != ".json") return candidate;
+  const std::string name = candidate.stem().string() + "-" +
+                           sha256_hex(std::filesystem::absolute(candidate).string()).substr(0, 8);
+  return write_sol_candidate(problem, candidate, folder / "solutions" / (name + ".py"));
+}
 
 // Completes the options from the flags and checks the files, the target and the export.
 PreparedEval prepare_eval(EvalCommand& c) {
@@ -284,8 +337,10 @@ PreparedEval prepare_eval(EvalCommand& c) {
   std::vector<std::filesystem::path> files = {options.problem};
   files.insert(files.end(), candidates.begin(), candidates.end());
   for (const auto& path : files) {
-    if (!std::filesystem::is_regular_file(path)) {
-      throw input_error("no such file: " + path.string(), "check the path");
+    if (!std::filesystem::is_regular_file(path) && !is_sol_problem(path)) {
+      throw input_error("no such file: " + path.string(),
+                        "check the path (a SOL-ExecBench problem is a directory holding "
+                        "definition.json and workload.jsonl)");
     }
   }
   const BackendRow& row = backend_row(options.backend);
@@ -297,7 +352,8 @@ PreparedEval prepare_eval(EvalCommand& c) {
   if (!c.export_path.empty() && candidates.size() != 1) {
     throw input_error("--export takes one candidate, not " + std::to_string(candidates.size()));
   }
-  if (!c.export_path.empty() && row.traits.harness.empty()) {
+  const bool sol = is_sol_problem(options.problem);
+  if (!c.export_path.empty() && (row.traits.harness.empty() || sol)) {
     throw input_error("--export writes KernelBench CUDA files",
                       "drop --export for " + options.backend);
   }
@@ -306,7 +362,15 @@ PreparedEval prepare_eval(EvalCommand& c) {
   // Absolute: workers run in their own temporary directories.
   options.cache_dir = std::filesystem::absolute(options.cache_dir);
   options.use_server = !c.no_server;
-  return {row, python, candidates};
+  if (!sol) return {row, python, candidates, std::nullopt};
+  const std::filesystem::path folder = sol_problem_cache(options.cache_dir, options.problem);
+  SolProblem problem = write_sol_problem(options.problem, folder);
+  for (auto& candidate : candidates) {
+    candidate = sol_candidate(candidate, options.problem, problem, folder);
+  }
+  options.problem = problem.workloads.front().file;
+  options.candidate = candidates.front();
+  return {row, python, candidates, std::move(problem)};
 }
 
 int run_eval(EvalCommand& c) {
@@ -315,6 +379,7 @@ int run_eval(EvalCommand& c) {
   // sources compile, and each taken worker's replacement starts while it evaluates, ready
   // for the next candidate.
   auto backend = p.row.make({c.options, p.python, static_cast<std::size_t>(c.prestart)});
+  if (p.sol) backend = make_workloads_backend(std::move(backend), *p.sol);
   const std::vector<EvalResult> judged = backend->judge_all(p.candidates);
   const bool all_correct =
       std::all_of(judged.begin(), judged.end(), [](const EvalResult& r) { return r.correct; });

@@ -166,6 +166,10 @@ void print_summary(const RunSummary& r) {
       fixed(optional_json(r.best_speedup), ("%.3fx over " + over).c_str(), "none correct"));
   for (auto& also : speedups_over_other_baselines(r)) rows.push_back(std::move(also));
   row("best technique", r.correct() ? nlohmann::json(r.best_technique) : nlohmann::json());
+  if (r.sol_score) {
+    row("SOL score", fixed(*r.sol_score, "%.3f") + " (0.5 at eager, 1 at the speed of light " +
+                         fixed(optional_json(r.sol_ms), "%.4f ms") + ")");
+  }
   if (r.best_speedup && *r.best_speedup < 1.0) {
     row("note", "no candidate beat the baseline (" + over + "); it stays the fastest");
   }

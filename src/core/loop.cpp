@@ -236,7 +236,13 @@ void Loop::baseline() {
     current_.file = judged.file;
     // The floor: the reference is a correct candidate of every run, at 1x by definition, so the
     // best (and its export) never reads below it; a candidate must beat it by kMinGain.
-    best_ = BestCandidate{judged.file, 1.0, baseline_.ref_ms, baseline_.ref_ms, "reference", 0};
+    best_ = BestCandidate{judged.file,
+                          1.0,
+                          baseline_.ref_ms,
+                          baseline_.ref_ms,
+                          "reference",
+                          0,
+                          extra_number(baseline_, "sol_score")};
     current_.signature = baseline_.reference_signature.to_json().is_null()
                              ? baseline_.signature
                              : baseline_.reference_signature;
@@ -315,6 +321,7 @@ void Loop::restore(const std::vector<StepRecord>& steps) {
       if (stored) {
         best_->time_ms = stored->cand_ms;
         best_->baseline_ms = stored->ref_ms;
+        best_->sol_score = extra_number(*stored, "sol_score");
       }
     }
     if (record.improved) {
@@ -569,8 +576,13 @@ void Loop::update(const Choice& choice, const Evaluation& final, const Scored& s
   slot.steps_without_gain = scored.improved ? 0 : slot.steps_without_gain + 1;
   if (scored.correct) ++correct_candidates_;
   if (scored.new_best) {
-    best_ = BestCandidate{final.file,          *scored.speedup,     final.result.cand_ms,
-                          final.result.ref_ms, choice.technique.id, global};
+    best_ = BestCandidate{final.file,
+                          *scored.speedup,
+                          final.result.cand_ms,
+                          final.result.ref_ms,
+                          choice.technique.id,
+                          global,
+                          extra_number(final.result, "sol_score")};
   }
   if (scored.improved) accept(final, choice, global);
   if (scored.selection_note) {
@@ -875,6 +887,7 @@ RunSummary Loop::finish(const std::string& status, const std::string& reason) {
   r.cost_usd = u.cost_usd;
   r.llm_usage = u.report;
   r.tolerance = baseline_.tolerance;
+  r.sol_ms = extra_number(baseline_, "sol_ms");
   r.seconds = run_seconds();
   r.baseline_extra = baseline_extras();
   if (best_) record_best(r);
@@ -896,6 +909,7 @@ void Loop::record_best(RunSummary& r) const {
   r.best_technique = best_->technique_id;
   r.best_ms = best_->time_ms;
   r.best_eager_ms = best_->baseline_ms;
+  r.sol_score = best_->sol_score;
   if (best_->time_ms && baseline_.compile_ms && *best_->time_ms > 0 &&
       baseline_.ref_ms.value_or(0) > 0) {
     // Both times come from their own interleaved runs against eager: compare them through it.

@@ -3,9 +3,11 @@
 #include "mblast/optimize.hpp"
 
 #include "core/loop.hpp"
+#include "core/workloads_backend.hpp"
 #include "mblast/backend.hpp"
 #include "mblast/error.hpp"
 #include "mblast/python.hpp"
+#include "mblast/sol_problem.hpp"
 #include "mblast/support.hpp"
 
 namespace mblast {
@@ -25,14 +27,28 @@ EvalOptions eval_options(const OptimizeOptions& o) {
   return e;
 }
 
+// A SOL-ExecBench problem is judged through its workloads' problem files, written into the run
+// directory (again on resume: the same files, so the judge's cached references still hold).
+std::unique_ptr<Backend> make_backend(const OptimizeOptions& options, const BackendRows& backends,
+                                      const RunDir& run) {
+  EvalOptions eval = eval_options(options);
+  std::optional<SolProblem> sol;
+  if (is_sol_problem(options.problem)) {
+    sol = write_sol_problem(options.problem, run.path() / "sol");
+    eval.problem = sol->workloads.front().file;
+  }
+  BackendContext context{eval, require_torch_python(), static_cast<std::size_t>(options.prestart)};
+  auto backend = find_backend(backends, options.judge.backend).make(context);
+  if (!sol) return backend;
+  return make_workloads_backend(std::move(backend), std::move(*sol));
+}
+
 RunSummary run_loop(const OptimizeOptions& options, const BackendRows& backends, RunDir& run,
                     const ProgressFn& progress) {
   Resumed resumed = Resumed::from(run);
   KnowledgeBase kb(options.kb);
   Agents agents = make_agents(options, resumed.tokens, resumed.cost_usd);
-  BackendContext context{eval_options(options), require_torch_python(),
-                         static_cast<std::size_t>(options.prestart)};
-  auto backend = find_backend(backends, options.judge.backend).make(context);
+  auto backend = make_backend(options, backends, run);
   return Loop(options, *backend, kb, agents, run, std::move(resumed), progress).run();
 }
 
@@ -41,8 +57,10 @@ void check_options(const OptimizeOptions& o, const BackendRows& backends) {
   traits.check_device(o.judge.device);
   check_target_options(backends, traits, o.judge.target);
   if (o.iterations < 1 || o.steps < 1) throw input_error("--iterations and --steps must be >= 1");
-  if (!fs::is_regular_file(o.problem)) {
-    throw input_error("no such problem file: " + o.problem.string(), "check the path");
+  if (!fs::is_regular_file(o.problem) && !is_sol_problem(o.problem)) {
+    throw input_error(
+        "no such problem file or SOL-ExecBench problem directory: " + o.problem.string(),
+        "check the path (a problem directory holds definition.json and workload.jsonl)");
   }
 }
 
@@ -54,7 +72,8 @@ fs::path default_run_dir(const OptimizeOptions& o) {
   for (char c : stamp.substr(0, 19)) {
     if (c != '-' && c != ':') compact.push_back(c == 'T' ? '-' : c);
   }
-  std::string stem = fs::path(o.problem).stem().string();
+  std::string stem =
+      (is_sol_problem(o.problem) ? sol_problem_directory(o.problem) : o.problem).stem().string();
   if (stem.size() > kMaxStemChars) {
     // A file name may hold 255 bytes: a long problem name is cut, and a digest keeps it unique.
     stem = stem.substr(0, kMaxStemChars) + "-" + sha256_hex(stem).substr(0, 8);

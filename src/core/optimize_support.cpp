@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "mblast/error.hpp"
+#include "mblast/sol_problem.hpp"
 
 namespace mblast::optimize_detail {
 
@@ -41,8 +42,16 @@ Agents make_agents(const OptimizeOptions& options, std::int64_t tokens_before, d
   return agents;
 }
 
+std::optional<double> extra_number(const EvalResult& result, const char* key) {
+  const auto it = result.extra.find(key);
+  if (it == result.extra.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
 std::string task_name(const fs::path& problem) {
-  const fs::path absolute = fs::absolute(problem);
+  // A SOL-ExecBench problem is named by its directory, as a problem file by its file name.
+  const fs::path absolute =
+      is_sol_problem(problem) ? sol_problem_directory(problem) : fs::absolute(problem);
   const std::string folder = absolute.parent_path().filename().string();
   return (folder.empty() ? std::string() : folder + "/") + absolute.stem().string();
 }

@@ -72,8 +72,11 @@ struct BestCandidate {
   std::optional<double> time_ms;
   std::optional<double> baseline_ms;
   std::string technique_id;
-  int step = 0;  // global step that found it
+  int step = 0;                     // global step that found it
+  std::optional<double> sol_score;  // from its evaluation (SOL-ExecBench's, eager as T_b)
 };
+// A number the judge added to a result beyond the typed fields ("sol_ms", "sol_score"), if any.
+std::optional<double> extra_number(const EvalResult& result, const char* key);
 
 struct Agents {
   std::shared_ptr<LlmLedger> ledger;

@@ -58,6 +58,8 @@ nlohmann::json RunSummary::to_json() const {
                       {"eager_range", eager_range ? eager_range->to_json() : nlohmann::json()},
                       {"compile_ms", optional_json(compile_ms)},
                       {"speedup_vs_compile", optional_json(speedup_vs_compile)},
+                      {"sol_ms", optional_json(sol_ms)},
+                      {"sol_score", optional_json(sol_score)},
                       {"tokens", tokens},
                       {"cost_usd", optional_json(cost_usd)},
                       {"llm_usage", llm_usage},

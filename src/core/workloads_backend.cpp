@@ -1,0 +1,188 @@
+#include "core/workloads_backend.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "mblast/error.hpp"
+
+namespace mblast {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<double> geomean(const std::vector<EvalResult>& results,
+                              std::optional<double> EvalResult::*field) {
+  double log_sum = 0;
+  for (const auto& r : results) {
+    const auto value = r.*field;
+    if (!value || *value <= 0) return std::nullopt;
+    log_sum += std::log(*value);
+  }
+  return std::exp(log_sum / static_cast<double>(results.size()));
+}
+
+std::optional<double> number_in(const nlohmann::json& extra, const char* key) {
+  const auto it = extra.find(key);
+  if (it == extra.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+// The geometric mean of extra[key] over the results, where every one has it (> 0).
+std::optional<double> geomean_of(const std::vector<EvalResult>& results, const char* key) {
+  double log_sum = 0;
+  for (const auto& r : results) {
+    const auto value = number_in(r.extra, key);
+    if (!value || *value <= 0) return std::nullopt;
+    log_sum += std::log(*value);
+  }
+  return std::exp(log_sum / static_cast<double>(results.size()));
+}
+
+// The mean of extra[key] over the results, where every one has it.
+std::optional<double> mean_of(const std::vector<EvalResult>& results, const char* key) {
+  double sum = 0;
+  for (const auto& r : results) {
+    const auto value = number_in(r.extra, key);
+    if (!value) return std::nullopt;
+    sum += *value;
+  }
+  return sum / static_cast<double>(results.size());
+}
+
+nlohmann::json optional_json(std::optional<double> value) {
+  return value ? nlohmann::json(*value) : nlohmann::json();
+}
+
+nlohmann::json workload_entry(const SolWorkload& workload, const EvalResult& r) {
+  return {{"uuid", workload.uuid},
+          {"axes", workload.axes},
+          {"correct", r.correct},
+          {"error_kind", r.correct ? nlohmann::json() : nlohmann::json(to_string(r.error_kind))},
+          {"ref_ms", optional_json(r.ref_ms)},
+          {"cand_ms", optional_json(r.cand_ms)},
+          {"speedup", optional_json(r.speedup)},
+          {"max_abs_err", optional_json(r.max_abs_err)},
+          {"compile_ms", optional_json(r.compile_ms)},
+          {"sol_ms", optional_json(number_in(r.extra, "sol_ms"))},
+          {"sol_score", optional_json(number_in(r.extra, "sol_score"))},
+          {"tolerance", workload.tolerance}};
+}
+
+void set_or_erase(nlohmann::json& object, const char* key, std::optional<double> value) {
+  if (value) {
+    object[key] = *value;
+  } else {
+    object.erase(key);
+  }
+}
+
+}  // namespace
+
+EvalResult combine_workloads(const SolProblem& problem, const std::vector<EvalResult>& results) {
+  if (results.empty()) return EvalResult::failure(ErrorKind::task, "no workload was judged");
+  nlohmann::json entries = nlohmann::json::array();
+  for (std::size_t i = 0; i < results.size() && i < problem.workloads.size(); ++i) {
+    entries.push_back(workload_entry(problem.workloads[i], results[i]));
+  }
+  const auto failed =
+      std::find_if(results.begin(), results.end(), [](const EvalResult& r) { return !r.correct; });
+  EvalResult combined = failed != results.end() ? *failed : results.front();
+  combined.extra["workloads"] = entries;
+  combined.extra["workloads_total"] = problem.workloads.size();
+  if (failed != results.end()) {
+    const auto index = static_cast<std::size_t>(failed - results.begin());
+    combined.error = "workload " + std::to_string(index + 1) + " of " +
+                     std::to_string(problem.workloads.size()) + " (" +
+                     problem.workloads[index].uuid + "): " + failed->error.value_or("failed");
+    return combined;
+  }
+  combined.ref_ms = geomean(results, &EvalResult::ref_ms);
+  combined.cand_ms = geomean(results, &EvalResult::cand_ms);
+  combined.speedup = geomean(results, &EvalResult::speedup);
+  combined.compile_ms = geomean(results, &EvalResult::compile_ms);
+  combined.speedup_vs_compile = geomean(results, &EvalResult::speedup_vs_compile);
+  for (const auto& r : results) {
+    if (r.max_abs_err)
+      combined.max_abs_err = std::max(combined.max_abs_err.value_or(0), *r.max_abs_err);
+    if (r.max_rel_err)
+      combined.max_rel_err = std::max(combined.max_rel_err.value_or(0), *r.max_rel_err);
+    for (const auto& flag : r.flags) {
+      if (std::find(combined.flags.begin(), combined.flags.end(), flag) == combined.flags.end()) {
+        combined.flags.push_back(flag);
+      }
+    }
+  }
+  set_or_erase(combined.extra, "sol_ms", geomean_of(results, "sol_ms"));
+  set_or_erase(combined.extra, "sol_score", mean_of(results, "sol_score"));
+  set_or_erase(combined.extra, "sol_score_vs_compile", mean_of(results, "sol_score_vs_compile"));
+  return combined;
+}
+
+namespace {
+
+class WorkloadsBackend final : public Backend {
+ public:
+  WorkloadsBackend(std::unique_ptr<Backend> inner, SolProblem problem)
+      : inner_(std::move(inner)), problem_(std::move(problem)), traits_(inner_->traits()) {
+    traits_.harness.clear();  // KernelBench's harness takes none of these problems
+  }
+
+  const BackendTraits& traits() const override { return traits_; }
+  std::optional<EvalResult> measured_baseline() override { return inner_->measured_baseline(); }
+  std::string hardware(const EvalResult& baseline) override { return inner_->hardware(baseline); }
+  std::optional<std::string> judged_problem_source() override {
+    return inner_->judged_problem_source();
+  }
+  Artifact build(const fs::path& candidate) override { return inner_->build(candidate); }
+
+  EvalResult evaluate(const Artifact& artifact, bool compile_baseline) override {
+    std::vector<EvalResult> results;
+    for (const auto& workload : problem_.workloads) {
+      // The problem judged against itself is each workload's own file.
+      Artifact judged = artifact;
+      if (artifact.candidate == problem_.workloads.front().file) judged.candidate = workload.file;
+      auto result = inner_->evaluate_on(workload.file, judged, compile_baseline);
+      if (!result) throw input_error("the backend cannot judge a workload's problem file");
+      results.push_back(std::move(*result));
+      if (!results.back().correct) break;
+    }
+    return combine_workloads(problem_, results);
+  }
+
+  std::string assemble(const std::vector<std::pair<std::string, std::string>>& files) override {
+    return inner_->assemble(files);
+  }
+  Builtin builtin(const std::string& transform, const fs::path& current, bool current_is_reference,
+                  const std::vector<std::string>& region_ops) override {
+    return inner_->builtin(transform, current, current_is_reference, region_ops);
+  }
+  std::optional<ProgramRegions> program_regions() override { return inner_->program_regions(); }
+  bool export_for_harness(const fs::path& /*best*/, const fs::path& /*out*/) override {
+    return false;
+  }
+  void set_deadline(std::chrono::steady_clock::time_point until) override {
+    inner_->set_deadline(until);
+  }
+  void stop_prestarting() override { inner_->stop_prestarting(); }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+  SolProblem problem_;
+  BackendTraits traits_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_workloads_backend(std::unique_ptr<Backend> inner,
+                                                SolProblem problem) {
+  if (inner->traits().native) {
+    throw input_error(
+        "SOL-ExecBench problems are judged by PyTorch backends, not by " + inner->traits().name,
+        "use --backend cuda (with --device cpu where there is no GPU)");
+  }
+  return std::make_unique<WorkloadsBackend>(std::move(inner), std::move(problem));
+}
+
+}  // namespace mblast

@@ -1,0 +1,182 @@
+// SOL-ExecBench problems: the combination of workload results (unit), and `mblast eval` and
+// `mblast optimize` on a problem directory on the CPU (the real binary, worker and PyTorch). The
+// worker's side (formats, inputs, tolerance) is covered by tests/python/test_sol.py.
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/workloads_backend.hpp"
+#include "mblast/python.hpp"
+#include "test_support.hpp"
+
+namespace mblast {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_mblast;
+using testing::TempDir;
+
+std::string source(const std::string& relative) {
+  return std::string(MBLAST_SOURCE_DIR) + "/tests/" + relative;
+}
+
+SolProblem three_workloads() {
+  SolProblem problem;
+  problem.name = "p";
+  for (const char* uuid : {"w-a", "w-b", "w-c"}) {
+    problem.workloads.push_back({uuid, fs::path(uuid) / "f.py", {{"n", 1}}, {{"max_atol", 0.01}}});
+  }
+  return problem;
+}
+
+EvalResult correct(double ref_ms, double cand_ms, double sol_score) {
+  EvalResult r;
+  r.correct = true;
+  r.ref_ms = ref_ms;
+  r.cand_ms = cand_ms;
+  r.speedup = ref_ms / cand_ms;
+  r.max_abs_err = ref_ms / 100;
+  r.extra["sol_score"] = sol_score;
+  r.extra["sol_ms"] = 0.5;
+  return r;
+}
+
+TEST(CombineWorkloads, TimesAreGeometricMeansAndTheScoreTheMean) {
+  auto a = correct(1.0, 0.5, 0.6);
+  a.flags = {"calls_reference_op"};
+  const auto combined =
+      combine_workloads(three_workloads(), {a, correct(4.0, 4.0, 0.5), correct(2.0, 1.0, 0.7)});
+  EXPECT_TRUE(combined.correct);
+  EXPECT_NEAR(*combined.ref_ms, 2.0, 1e-12);              // (1 * 4 * 2)^(1/3)
+  EXPECT_NEAR(*combined.cand_ms, std::cbrt(2.0), 1e-12);  // (0.5 * 4 * 1)^(1/3)
+  EXPECT_NEAR(*combined.speedup, std::cbrt(4.0), 1e-12);
+  EXPECT_NEAR(*combined.max_abs_err, 0.04, 1e-12);
+  EXPECT_NEAR(combined.extra["sol_score"].get<double>(), 0.6, 1e-12);
+  EXPECT_EQ(combined.flags, std::vector<std::string>{"calls_reference_op"});
+  ASSERT_EQ(combined.extra["workloads"].size(), 3u);
+  EXPECT_EQ(combined.extra["workloads"][2]["uuid"], "w-c");
+  EXPECT_EQ(combined.extra["workloads_total"], 3);
+}
+
+TEST(CombineWorkloads, AScoreMissingOnOneWorkloadIsNoScore) {
+  auto b = correct(4.0, 4.0, 0.5);
+  b.extra.erase("sol_score");
+  const auto combined =
+      combine_workloads(three_workloads(), {correct(1.0, 0.5, 0.6), b, correct(2.0, 1.0, 0.7)});
+  EXPECT_FALSE(combined.extra.contains("sol_score"));
+}
+
+TEST(CombineWorkloads, TheFirstFailureIsTheResultAndNamesItsWorkload) {
+  EvalResult wrong = EvalResult::failure(ErrorKind::mismatch, "seed 1: output 0 differs");
+  const auto combined = combine_workloads(three_workloads(), {correct(1.0, 0.5, 0.6), wrong});
+  EXPECT_FALSE(combined.correct);
+  EXPECT_EQ(combined.error_kind, ErrorKind::mismatch);
+  EXPECT_EQ(*combined.error, "workload 2 of 3 (w-b): seed 1: output 0 differs");
+  EXPECT_EQ(combined.extra["workloads"].size(), 2u);
+  EXPECT_FALSE(combined.extra["workloads"][1]["correct"].get<bool>());
+}
+
+class SolCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!find_torch_python()) GTEST_SKIP() << "no Python with torch";
+  }
+  std::map<std::string, std::optional<std::string>> env() const {
+    return {{"XDG_CACHE_HOME", (dir_ / "xdg-cache").string()},
+            {"XDG_CONFIG_HOME", (dir_ / "xdg-config").string()},
+            {"MBLAST_LLM", std::nullopt},
+            {"OPENAI_API_KEY", std::nullopt},
+            {"ANTHROPIC_API_KEY", std::nullopt}};
+  }
+  ProcessResult eval(const std::string& problem, const std::string& candidate,
+                     std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"eval",
+                                     source(problem),
+                                     "--candidate",
+                                     candidate,
+                                     "--device",
+                                     "cpu",
+                                     "--json",
+                                     "--seeds",
+                                     "2",
+                                     "--runs",
+                                     "5",
+                                     "--cache-dir",
+                                     (dir_ / "cache").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_mblast(args, env());
+  }
+  TempDir dir_;
+};
+
+const char* const kSmall = "problems/sol/rmsnorm_small";
+
+TEST_F(SolCli, ASolutionIsJudgedOnEveryWorkload) {
+  const auto result = eval(kSmall, source("problems/sol/rmsnorm_small/solution_dps.json"));
+  ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
+  const auto json = nlohmann::json::parse(result.out);
+  EXPECT_TRUE(json["correct"].get<bool>()) << json.dump(2);
+  ASSERT_EQ(json["workloads"].size(), 3u);
+  for (const auto& w : json["workloads"]) EXPECT_TRUE(w["correct"].get<bool>()) << w.dump();
+  EXPECT_EQ(json["workloads"][1]["axes"]["batch_size"], 24);
+  EXPECT_EQ(json["workloads"][1]["tolerance"]["max_atol"], 0.02);
+  EXPECT_EQ(json["tolerance"]["matched_ratio"], 0.99);
+  EXPECT_GT(json["speedup"].get<double>(), 0);
+}
+
+TEST_F(SolCli, TheProblemJudgedAgainstItselfIsCorrectOnEveryWorkload) {
+  const auto result = eval(kSmall, source(std::string(kSmall) + "/definition.json"));
+  ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
+  const auto json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["workloads"].size(), 3u);
+  const auto flags = json["flags"].get<std::vector<std::string>>();
+  EXPECT_NE(std::find(flags.begin(), flags.end(), "reference_as_candidate"), flags.end());
+}
+
+TEST_F(SolCli, AWrongSolutionFailsNamingTheWorkload) {
+  const auto result = eval(kSmall, source("problems/sol/rmsnorm_small/solution_wrong.json"));
+  EXPECT_EQ(result.exit_code, 1) << result.err << result.out;
+  const auto json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["error_kind"], "mismatch");
+  EXPECT_EQ(json["error"].get<std::string>().rfind("workload 1 of 3 (w-rows-1): ", 0), 0u)
+      << json["error"];
+}
+
+TEST_F(SolCli, BadInputIsRefusedWithTheFieldOrTheReason) {
+  auto result = eval("problems/sol/bad_dtype", source("problems/sol/bad_dtype"));
+  EXPECT_EQ(result.exit_code, 2) << result.out;
+  EXPECT_NE(result.err.find("definition.json.inputs.weight.dtype: unknown dtype 'bf16'"),
+            std::string::npos)
+      << result.err;
+  result = eval(kSmall, source("problems/sol/rmsnorm_small/solution_cuda.json"));
+  EXPECT_EQ(result.exit_code, 2) << result.out;
+  EXPECT_NE(result.err.find("cuda_cpp"), std::string::npos) << result.err;
+  result = eval(kSmall, source("problems/sol/rmsnorm_small/solution_dps.json"),
+                {"--export", (dir_ / "out.py").string()});
+  EXPECT_EQ(result.exit_code, 2) << result.out;
+}
+
+TEST_F(SolCli, OptimizeRunsOnAProblemDirectory) {
+  const fs::path out = dir_ / "run";
+  const auto result =
+      run_mblast({"--kb", (dir_ / "kb.sqlite").string(), "optimize", source(kSmall), "--device",
+                  "cpu", "--out", out.string(), "--seeds", "2", "--runs", "5", "--iterations", "1",
+                  "--steps", "2", "--cache-dir", (dir_ / "cache").string(), "--json"},
+                 env());
+  ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
+  const auto json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["task"], "sol/rmsnorm_small");
+  EXPECT_TRUE(json["correct"].get<bool>()) << json.dump(2);
+  EXPECT_TRUE(fs::is_regular_file(out / "sol" / "manifest.json"));
+  EXPECT_TRUE(fs::is_regular_file(out / "sol" / "workload-002.py"));
+  EXPECT_TRUE(json["kernelbench_file"].is_null());
+}
+
+}  // namespace
+}  // namespace mblast
