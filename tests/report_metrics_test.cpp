@@ -140,3 +140,26 @@ TEST(ReportMetrics, NaturalOrderPutsTwoBeforeTen) {
 
 }  // namespace
 }  // namespace mblast
+
+namespace mblast {
+namespace {
+
+TEST(ReportMetrics, TheSolScoreMedianIsOverTheCorrectProblemsWithAScore) {
+  std::vector<report::ProblemRow> rows(4);
+  const double scores[] = {0.5, 0.9, 0.6, 0.99};
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    rows[i].ran = true;
+    rows[i].status = "finished";
+    rows[i].correct = i != 3;  // a wrong problem's score does not count
+    rows[i].speedup = 1.0;
+    rows[i].sol_score = scores[i];
+  }
+  rows[1].sol_score.reset();  // no estimate for this one
+  const auto m = report::compute_metrics(rows);
+  EXPECT_EQ(m.sol_scored, 2);
+  EXPECT_NEAR(*m.sol_score_median, 0.55, 1e-12);
+  EXPECT_FALSE(report::compute_metrics({rows[1]}).sol_score_median.has_value());
+}
+
+}  // namespace
+}  // namespace mblast

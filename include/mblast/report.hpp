@@ -35,6 +35,7 @@ struct ProblemRow {
   std::optional<double> speedup;  // best_speedup over speedup_baseline
   std::optional<double> speedup_vs_compile;  // over torch.compile of the reference
   bool compile_known = false;                // the reference's torch.compile time was measured
+  std::optional<double> sol_score;           // SOL-ExecBench's score of the best (run.json)
   std::string speedup_baseline;              // "eager", "torch_cpu", ...
   std::int64_t evaluations = 0;
   std::int64_t tokens = 0;
@@ -88,10 +89,12 @@ struct Metrics {
   std::int64_t unfinished = 0;  // a run folder without run.json
   std::int64_t correct = 0;
   double correctness_rate = 0;
-  SpeedupMetrics vs_eager;                // best_speedup (over each run's speedup_baseline)
-  SpeedupMetrics vs_compile;              // over the problems whose torch.compile time is known
-  SpeedupMetrics vs_best_of;              // over the problems whose best-of is known
-  std::optional<double> best_of_geomean;  // the controls' own level over eager, on those problems
+  SpeedupMetrics vs_eager;                 // best_speedup (over each run's speedup_baseline)
+  SpeedupMetrics vs_compile;               // over the problems whose torch.compile time is known
+  SpeedupMetrics vs_best_of;               // over the problems whose best-of is known
+  std::optional<double> best_of_geomean;   // the controls' own level over eager, on those problems
+  std::optional<double> sol_score_median;  // over the correct problems with a SOL score
+  std::int64_t sol_scored = 0;
   std::map<std::string, std::int64_t> policies, hardware, backends, baselines;
   nlohmann::json tolerances = nlohmann::json::array();  // [{atol, rtol, problems}]
   std::int64_t widened_by_eager = 0;

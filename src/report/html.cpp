@@ -89,6 +89,10 @@ std::string to_html(const Report& report, const Metrics& m, const TechniqueStats
   card(out, speedup_text(m.vs_eager.geomean), "geomean vs " + m.vs_eager.baseline);
   card(out, speedup_text(m.vs_compile.geomean),
        "geomean vs torch.compile (" + std::to_string(m.vs_compile.correct) + ")");
+  if (m.sol_score_median) {
+    card(out, short_number(*m.sol_score_median, 3),
+         "SOL score median (" + std::to_string(m.sol_scored) + ")");
+  }
   out << "</div>\n<dl>\n"
       << "<dt>hardware</dt><dd>" << h(counts_text(m.hardware)) << "</dd>\n"
       << "<dt>backend</dt><dd>" << h(counts_text(m.backends)) << "</dd>\n"

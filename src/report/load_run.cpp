@@ -79,6 +79,7 @@ LoadedRun row_from_run(const nlohmann::json& run, const fs::path& run_dir,
     }
   }
   row.compile_known = number_or_null(run, "compile_ms") || row.speedup_vs_compile;
+  if (row.correct) row.sol_score = number_or_null(run, "sol_score");
   row.speedup_baseline = string_or(run, "speedup_baseline", "eager");
   row.evaluations = integer_or(run, "evaluations");
   row.tokens = integer_or(run, "tokens");

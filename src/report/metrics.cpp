@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "mblast/report.hpp"
+#include "mblast/support.hpp"
 #include "report/json_util.hpp"
 
 namespace mblast::report {
@@ -86,7 +87,7 @@ void add_best_of_metrics(Metrics& m, const std::vector<ProblemRow>& rows) {
 Metrics compute_metrics(const std::vector<ProblemRow>& rows) {
   Metrics m;
   m.problems = static_cast<std::int64_t>(rows.size());
-  std::vector<double> eager, compiled;
+  std::vector<double> eager, compiled, scores;
   std::int64_t compile_problems = 0;
   for (const auto& row : rows) {
     if (row.status == "not run") {
@@ -100,6 +101,7 @@ Metrics compute_metrics(const std::vector<ProblemRow>& rows) {
     if (row.correct) ++m.correct;
     if (row.correct && row.speedup) eager.push_back(*row.speedup);
     if (row.compile_known) ++compile_problems;
+    if (row.correct && row.sol_score) scores.push_back(*row.sol_score);
     if (row.correct && row.compile_known && row.speedup_vs_compile) {
       compiled.push_back(*row.speedup_vs_compile);
     }
@@ -122,6 +124,8 @@ Metrics compute_metrics(const std::vector<ProblemRow>& rows) {
   m.vs_eager = speedup_metrics(baseline_name(m.baselines), std::move(eager), m.problems);
   m.vs_compile = speedup_metrics("torch.compile", std::move(compiled), compile_problems);
   add_best_of_metrics(m, rows);
+  m.sol_scored = static_cast<std::int64_t>(scores.size());
+  if (!scores.empty()) m.sol_score_median = percentile(std::move(scores), 0.5);
   return m;
 }
 

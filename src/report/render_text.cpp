@@ -74,6 +74,13 @@ std::vector<MetricLine> metric_lines(const Metrics& m) {
                      c.problems ? percent_text(c.fast_p.at(name)) : "-"});
   }
   lines.push_back({"geomean speedup (correct)", speedup_text(e.geomean), speedup_text(c.geomean)});
+  if (m.sol_score_median) {
+    // SOL-ExecBench's score, with eager as its baseline time.
+    char median[32];
+    std::snprintf(median, sizeof median, "%.3f", *m.sol_score_median);
+    lines.push_back(
+        {"SOL score median (" + std::to_string(m.sol_scored) + " correct)", median, "-"});
+  }
   return lines;
 }
 
@@ -96,6 +103,7 @@ std::vector<std::string> problem_headers(const Metrics& m) {
   std::vector<std::string> headers = {"task", "status", "correct", "vs " + m.vs_eager.baseline,
                                       "vs compile"};
   if (shows_best_of(m)) headers.push_back("best-of");
+  if (m.sol_scored > 0) headers.push_back("SOL score");
   headers.insert(headers.end(), {"evals", "tokens", "cost", "best technique"});
   return headers;
 }
@@ -106,6 +114,11 @@ std::vector<std::string> problem_cells(const ProblemRow& row, const Metrics& m) 
   std::vector<std::string> cells = {row.task, row.status, row.correct ? "yes" : "no",
                                     speedup_text(row.speedup), vs_compile};
   if (shows_best_of(m)) cells.push_back(speedup_text(row.best_of));
+  if (m.sol_scored > 0) {
+    char score[32] = "-";
+    if (row.sol_score) std::snprintf(score, sizeof score, "%.3f", *row.sol_score);
+    cells.push_back(score);
+  }
   const bool ran = row.status != "not run";
   cells.insert(cells.end(),
                {ran ? std::to_string(row.evaluations) : "-", ran ? std::to_string(row.tokens) : "-",
