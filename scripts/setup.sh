@@ -17,6 +17,8 @@ packages=(
   libfmt-dev libtomlplusplus-dev libcpp-httplib-dev libkainjow-mustache-dev
   # tests
   libgtest-dev libgmock-dev python3 python3-pytest python3-numpy python3-torch util-linux sqlite3
+  # torch C++ extensions (SOL-ExecBench solutions in C++ languages): torch's headers and pybind11
+  libtorch-dev pybind11-dev python3-dev
   # OpenCL on the CPU (PoCL) through the ICD loader
   ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   # a tuned OpenCL BLAS: the GEMM baseline of the OpenCL backend

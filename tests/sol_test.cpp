@@ -154,12 +154,21 @@ TEST_F(SolCli, BadInputIsRefusedWithTheFieldOrTheReason) {
   EXPECT_NE(result.err.find("definition.json.inputs.weight.dtype: unknown dtype 'bf16'"),
             std::string::npos)
       << result.err;
-  result = eval(kSmall, source("problems/sol/rmsnorm_small/solution_cuda.json"));
+  result = eval(kSmall, source("problems/sol/bad_binding.json"));
   EXPECT_EQ(result.exit_code, 2) << result.out;
-  EXPECT_NE(result.err.find("cuda_cpp"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("torch binding only"), std::string::npos) << result.err;
   result = eval(kSmall, source("problems/sol/rmsnorm_small/solution_dps.json"),
                 {"--export", (dir_ / "out.py").string()});
   EXPECT_EQ(result.exit_code, 2) << result.out;
+}
+
+// Built ahead on the host; on a PyTorch without CUDA the build fails, and the judge says why.
+TEST_F(SolCli, ACudaSolutionThatCannotBuildHereFailsWithTheReason) {
+  const auto result = eval(kSmall, source("problems/sol/rmsnorm_small/solution_cuda.json"));
+  EXPECT_EQ(result.exit_code, 1) << result.err << result.out;
+  const auto json = nlohmann::json::parse(result.out);
+  EXPECT_FALSE(json["correct"].get<bool>());
+  EXPECT_EQ(json["workloads"].size(), 1u);  // judging stops at the first workload it fails
 }
 
 TEST_F(SolCli, OptimizeRunsOnAProblemDirectory) {

@@ -44,10 +44,13 @@ SolProblem write_sol_problem(const std::filesystem::path& problem,
 std::filesystem::path sol_problem_cache(const std::filesystem::path& cache_dir,
                                         const std::filesystem::path& problem);
 
-// Writes `solution` (a solution.json of `problem`) as a candidate file at `out` and returns it.
-// Throws input_error for a malformed solution or one mblast cannot run yet (saying why).
+// Writes `solution` (a solution.json of `problem`) as a candidate file at `out` and returns it; a
+// solution in a C++ language is built ahead into `extension_cache` (the CUDA build cache,
+// cache_dir/cuda, where the sandboxed worker finds it), its build error left for the judge. Throws
+// input_error for a malformed solution or one mblast cannot run (saying why).
 std::filesystem::path write_sol_candidate(const std::filesystem::path& problem,
                                           const std::filesystem::path& solution,
-                                          const std::filesystem::path& out);
+                                          const std::filesystem::path& out,
+                                          const std::filesystem::path& extension_cache);
 
 }  // namespace mblast

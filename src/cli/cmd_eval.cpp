@@ -314,12 +314,14 @@ struct PreparedEval {
 // problem itself (its directory or definition.json) its reference, workload 1's problem file.
 std::filesystem::path sol_candidate(const std::filesystem::path& candidate,
                                     const std::filesystem::path& problem, const SolProblem& sol,
-                                    const std::filesystem::path& folder) {
+                                    const std::filesystem::path& folder,
+                                    const std::filesystem::path& extension_cache) {
   if (is_sol_problem(candidate)) return sol.workloads.front().file;
   if (candidate.extension() != ".json") return candidate;
   const std::string name = candidate.stem().string() + "-" +
                            sha256_hex(std::filesystem::absolute(candidate).string()).substr(0, 8);
-  return write_sol_candidate(problem, candidate, folder / "solutions" / (name + ".py"));
+  return write_sol_candidate(problem, candidate, folder / "solutions" / (name + ".py"),
+                             extension_cache);
 }
 
 // Completes the options from the flags and checks the files, the target and the export.
@@ -366,7 +368,8 @@ PreparedEval prepare_eval(EvalCommand& c) {
   const std::filesystem::path folder = sol_problem_cache(options.cache_dir, options.problem);
   SolProblem problem = write_sol_problem(options.problem, folder);
   for (auto& candidate : candidates) {
-    candidate = sol_candidate(candidate, options.problem, problem, folder);
+    candidate =
+        sol_candidate(candidate, options.problem, problem, folder, options.cache_dir / "cuda");
   }
   options.problem = problem.workloads.front().file;
   options.candidate = candidates.front();

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include <spdlog/spdlog.h>
+
 #include "mblast/error.hpp"
 #include "mblast/probe.hpp"
 #include "mblast/process.hpp"
@@ -15,6 +17,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::chrono::seconds kSolWorkerTimeout{120};
+// A C++ solution's build ahead: a torch extension with nvcc takes a minute or two.
+constexpr std::chrono::seconds kSolBuildTimeout{900};
 constexpr int kFormatError = 2;  // mblast_sol's exit codes
 constexpr int kUnsupported = 3;
 const char* const kFormatHint =
@@ -22,12 +26,13 @@ const char* const kFormatHint =
     "give the formats)";
 
 // `python3 -m mblast_sol ARGS`: its stdout as JSON.
-nlohmann::json run_sol_worker(const std::vector<std::string>& args) {
+nlohmann::json run_sol_worker(const std::vector<std::string>& args,
+                              std::chrono::seconds timeout = kSolWorkerTimeout) {
   ProcessSpec spec;
   spec.argv = {require_torch_python().string(), "-m", "mblast_sol"};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.env["PYTHONPATH"] = worker_directory().string();
-  spec.timeout = kSolWorkerTimeout;
+  spec.timeout = timeout;
   const ProcessResult result = run_process(spec);
   const std::string err = probing::trim(result.err);
   if (!result.timed_out && result.exit_code == kFormatError) throw input_error(err, kFormatHint);
@@ -87,11 +92,16 @@ fs::path sol_problem_cache(const fs::path& cache_dir, const fs::path& problem) {
          (directory.filename().string() + "-" + sha256_hex(directory.string()).substr(0, 12));
 }
 
-fs::path write_sol_candidate(const fs::path& problem, const fs::path& solution,
-                             const fs::path& out) {
-  const nlohmann::json answer =
-      run_sol_worker({"solution", fs::absolute(problem).string(), fs::absolute(solution).string(),
-                      "--out", fs::absolute(out).string()});
+fs::path write_sol_candidate(const fs::path& problem, const fs::path& solution, const fs::path& out,
+                             const fs::path& extension_cache) {
+  const nlohmann::json answer = run_sol_worker(
+      {"solution", fs::absolute(problem).string(), fs::absolute(solution).string(), "--out",
+       fs::absolute(out).string(), "--build-cache", fs::absolute(extension_cache).string()},
+      kSolBuildTimeout);
+  if (answer.value("built_ahead", true) == false) {
+    spdlog::warn("{} did not build: the judge will report why",
+                 fs::path(solution).filename().string());
+  }
   return answer.at("candidate").get<std::string>();
 }
 

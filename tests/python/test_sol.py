@@ -3,6 +3,7 @@ files the judge takes, solutions as candidates, and the workload tolerance in th
 
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -195,8 +196,14 @@ def test_a_dps_solution_gets_its_outputs_allocated_from_the_input_shapes(tmp_pat
 
 def test_solutions_that_cannot_run_are_refused_with_the_reason() -> None:
     problem = load_problem_dir(str(SMALL))
-    with pytest.raises(UnsupportedSolution, match="cuda_cpp"):
-        candidate_source(parse_solution(solution("cuda"), "s"), problem.definition, problem.raw_definition)
+    other_binding = solution("cuda")
+    other_binding["spec"]["binding"] = "tvm-ffi"
+    with pytest.raises(UnsupportedSolution, match="torch binding only"):
+        parse_solution(other_binding, "s")
+    mixed = solution("cuda")
+    mixed["spec"]["languages"] = ["cuda_cpp", "triton"]
+    with pytest.raises(FormatError, match="mixes C\\+\\+ and Python"):
+        parse_solution(mixed, "s")
     other = solution("dps")
     other["definition"] = "another_problem"
     with pytest.raises(FormatError, match="another_problem"):
@@ -205,6 +212,35 @@ def test_solutions_that_cannot_run_are_refused_with_the_reason() -> None:
     broken["spec"]["entry_point"] = "missing.py::run"
     with pytest.raises(FormatError, match="missing.py"):
         parse_solution(broken, "s")
+
+
+def _can_build_extensions() -> bool:
+    from torch.utils import cpp_extension
+
+    roots = cpp_extension.include_paths() + ["/usr/include"]
+    return any(os.path.isfile(os.path.join(r, "torch", "extension.h")) for r in roots) and bool(shutil.which("ninja"))
+
+
+@pytest.mark.skipif(not _can_build_extensions(), reason="torch's C++ headers or ninja are missing "
+                                                        "(apt-get install libtorch-dev pybind11-dev ninja-build)")
+def test_a_cpp_solution_is_built_ahead_once_and_judged_from_the_cache(tmp_path: Path, monkeypatch: Any) -> None:
+    cache = tmp_path / "cuda-cache"
+    candidate = str(tmp_path / "cpp.py")
+    done = sol_cli("solution", str(SMALL), str(SMALL / "solution_cpp.json"), "--out", candidate,
+                   "--build-cache", str(cache))
+    assert done.returncode == 0 and json.loads(done.stdout)["built_ahead"] is True, done.stdout + done.stderr
+    built = list((cache / "torch-ext").glob("*/mblast_sol_*.so"))
+    assert len(built) == 1
+    cache.chmod(0o555)  # read-only, as inside the sandbox: the worker must not build again
+    monkeypatch.setenv("MBLAST_CUDA_CACHE", str(cache))
+    manifest = write_problem_files(load_problem_dir(str(SMALL)), str(tmp_path / "problem"))
+    try:
+        for w in manifest["workloads"]:
+            resp = evaluate(eval_request(w["file"], candidate, seeds=[1]), tmp_path / "requests")
+            assert resp["correct"], brief(resp)
+    finally:
+        cache.chmod(0o755)
+    assert list((cache / "torch-ext").glob("*/mblast_sol_*.so")) == built
 
 
 # ---- the judge -----------------------------------------------------------------------------------

@@ -11,10 +11,22 @@ from typing import List, Optional
 
 from .formats import FormatError, load_problem_dir
 from .problem_file import write_problem_files
-from .solution import UnsupportedSolution, candidate_source, parse_solution
+from .solution import Solution, UnsupportedSolution, candidate_source, parse_solution
 
 
-def _solution(problem_path: str, solution_path: str, out: str) -> dict:
+def _build_ahead(solution: Solution, cache: str) -> dict:
+    """A C++ solution built into the judge's cache, outside the sandbox; a failure is reported and
+    left for the worker to meet again (as the candidate's load error)."""
+    from .extension import cache_under, load
+
+    try:
+        load(solution.sources, solution.compile_options, solution.dependencies, cache_under(cache))
+    except Exception as exc:  # noqa: BLE001 - any build failure is the candidate's, reported
+        return {"built_ahead": False, "build_error": f"{type(exc).__name__}: {exc}"[-4000:]}
+    return {"built_ahead": True}
+
+
+def _solution(problem_path: str, solution_path: str, out: str, build_cache: Optional[str]) -> dict:
     problem = load_problem_dir(problem_path)
     where = os.path.basename(solution_path)
     try:
@@ -27,8 +39,11 @@ def _solution(problem_path: str, solution_path: str, out: str) -> dict:
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w", encoding="utf-8") as fh:
         fh.write(source)
-    return {"candidate": os.path.abspath(out), "name": solution.name, "languages": solution.languages,
-            "destination_passing_style": solution.dps}
+    answer = {"candidate": os.path.abspath(out), "name": solution.name, "languages": solution.languages,
+              "destination_passing_style": solution.dps}
+    if solution.is_cpp and build_cache:
+        answer.update(_build_ahead(solution, build_cache))
+    return answer
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -41,12 +56,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     s.add_argument("problem", help="the problem directory or its definition.json")
     s.add_argument("solution", help="solution.json")
     s.add_argument("--out", required=True, help="the candidate file to write")
+    s.add_argument("--build-cache", help="build a C++ solution ahead into the judge's CUDA build cache (MBLAST_CUDA_CACHE)")
     args = parser.parse_args(argv)
     try:
         if args.command == "problem":
             result = write_problem_files(load_problem_dir(args.problem), args.out)
         else:
-            result = _solution(args.problem, args.solution, args.out)
+            result = _solution(args.problem, args.solution, args.out, args.build_cache)
     except (FormatError, OSError) as exc:
         sys.stderr.write(f"{exc}\n")
         return 2

@@ -100,7 +100,9 @@ class WorkloadInputs:
 
 def output_tuple(result: Any, definition: Definition) -> Any:
     """The reference's outputs as the judge compares them: a dict returned by name becomes a tuple in
-    the definition's output order; a tensor or a tuple stays as it is."""
+    the definition's output order; a list (a C++ solution's std::vector) a tuple; a tensor or a tuple stays as it is."""
     if isinstance(result, dict):
         return tuple(result[name] for name in definition.outputs)
+    if isinstance(result, list):  # a C++ solution's std::vector<torch::Tensor>
+        return tuple(result)
     return result

@@ -3,13 +3,13 @@ definition's inputs and calls the solution's entry point (solution_runtime.py).
 
 Python languages (pytorch, triton, cute_dsl, cutile, cudnn_frontend) run as they are; whether their
 libraries are installed is the judge's to find (a missing one fails the candidate's load with
-the import error). C++ languages (cuda_cpp, cutlass, cudnn, cublas: a torch extension) are not
-supported yet and are refused with that reason.
+the import error). C++ languages (cuda_cpp, cutlass, cudnn, cublas) are built as a torch extension
+(extension.py) with the solution's compile options; only the torch binding is supported.
 """
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List
 
 from .formats import Definition, FormatError, _object, _string
@@ -30,6 +30,12 @@ class Solution:
     entry_point: str
     dps: bool
     sources: Dict[str, str]
+    compile_options: Dict[str, List[str]] = field(default_factory=dict)
+    dependencies: List[str] = field(default_factory=list)
+
+    @property
+    def is_cpp(self) -> bool:
+        return any(x in CPP_LANGUAGES for x in self.languages)
 
 
 def parse_solution(raw: Any, where: str) -> Solution:
@@ -65,20 +71,39 @@ def parse_solution(raw: Any, where: str) -> Solution:
     if entry.split("::", 1)[0] not in sources:
         raise FormatError(f"{where}.spec.entry_point", f"names file {entry.split('::', 1)[0]!r}, which sources do "
                                                        f"not hold ({sorted(sources)})")
-    return Solution(str(_string(obj, "name", where)), str(_string(obj, "definition", where)), list(languages),
-                    entry, dps, sources)
+    solution = Solution(str(_string(obj, "name", where)), str(_string(obj, "definition", where)), list(languages),
+                        entry, dps, sources, _compile_options(spec, where), _strings(spec, "dependencies", where))
+    if solution.is_cpp and any(x in PYTHON_LANGUAGES for x in languages):
+        raise FormatError(f"{where}.spec.languages", "mixes C++ and Python languages, which the format forbids")
+    binding = spec.get("binding") or "torch"
+    if solution.is_cpp and binding != "torch":
+        raise UnsupportedSolution(f"solution {solution.name!r} uses the {binding!r} binding; mblast builds C++ "
+                                  "solutions with the torch binding only")
+    return solution
+
+
+def _strings(obj: Any, key: str, where: str) -> List[str]:
+    value = obj.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise FormatError(f"{where}.spec.{key}", f"must be a list of strings, got {value!r}")
+    return list(value)
+
+
+def _compile_options(spec: Any, where: str) -> Dict[str, List[str]]:
+    raw = _object(spec.get("compile_options") or {}, f"{where}.spec.compile_options")
+    unknown = sorted(set(raw) - {"cflags", "cuda_cflags", "ld_flags"})
+    if unknown:
+        raise FormatError(f"{where}.spec.compile_options", f"unknown field(s) {unknown}; expected cflags, "
+                                                           "cuda_cflags, ld_flags")
+    return {k: _strings(raw, k, f"{where}.spec.compile_options") for k in raw}
 
 
 def candidate_source(solution: Solution, definition: Definition, raw_definition: Dict[str, Any]) -> str:
     if solution.definition != definition.name:
         raise FormatError("solution.definition", f"is {solution.definition!r}, but the problem is "
                                                  f"{definition.name!r}")
-    cpp = [x for x in solution.languages if x in CPP_LANGUAGES]
-    if cpp:
-        raise UnsupportedSolution(f"solution {solution.name!r} is written in {', '.join(cpp)} (a torch C++ "
-                                  "extension), which mblast does not build yet; Python languages are supported: "
-                                  f"{', '.join(PYTHON_LANGUAGES)}")
     args = ", ".join(definition.inputs)
+    cpp = json.dumps({"compile_options": solution.compile_options, "dependencies": solution.dependencies})
     spec = {k: v for k, v in raw_definition.items() if k not in ("reference", "description")}
     return f'''# mblast: SOL-ExecBench solution {solution.name!r} ({", ".join(solution.languages)}) for
 # {definition.name!r}; entry point {solution.entry_point}, destination-passing style {solution.dps}.
@@ -87,7 +112,8 @@ from mblast_sol.solution_runtime import Solution as _MblastSolution
 
 _SOLUTION = _MblastSolution({json.dumps(spec)!r},
                             {json.dumps(solution.sources)!r},
-                            {solution.entry_point!r}, {solution.dps!r})
+                            {solution.entry_point!r}, {solution.dps!r},
+                            {cpp if solution.is_cpp else None!r})
 
 
 class ModelNew(torch.nn.Module):

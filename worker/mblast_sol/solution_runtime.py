@@ -9,10 +9,11 @@ import json
 import os
 import sys
 import tempfile
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
+from . import extension
 from .axes import resolve
 from .formats import Definition, FormatError, parse_definition
 from .formats import shape_of
@@ -41,11 +42,25 @@ def _import_entry(sources: Dict[str, str], entry_file: str, function: str) -> Ca
     return fn
 
 
+def extension_cache() -> Optional[str]:
+    """Where the judge builds C++ solutions ahead: beside its CUDA builds (MBLAST_CUDA_CACHE)."""
+    root = os.environ.get("MBLAST_CUDA_CACHE")
+    return extension.cache_under(root) if root else None
+
+
 class Solution:
-    def __init__(self, definition_json: str, sources_json: str, entry_point: str, dps: bool) -> None:
+    def __init__(self, definition_json: str, sources_json: str, entry_point: str, dps: bool,
+                 cpp_json: Optional[str] = None) -> None:
+        """cpp_json: {"compile_options", "dependencies"} of a solution in a C++ language."""
         self.definition: Definition = parse_definition(json.loads(definition_json), check_reference=False)
         entry_file, function = entry_point.split("::", 1)
-        self.fn = _import_entry(json.loads(sources_json), entry_file, function)
+        sources = json.loads(sources_json)
+        if cpp_json is None:
+            self.fn = _import_entry(sources, entry_file, function)
+        else:
+            cpp = json.loads(cpp_json)
+            module = extension.load(sources, cpp["compile_options"], cpp["dependencies"], extension_cache())
+            self.fn = getattr(module, function)
         self.dps = dps
 
     def __call__(self, inputs: Sequence[Any]) -> Any:
