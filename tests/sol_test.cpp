@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/workloads_backend.hpp"
+#include "mblast/error.hpp"
 #include "mblast/python.hpp"
 #include "test_support.hpp"
 
@@ -80,6 +81,76 @@ TEST(CombineWorkloads, TheFirstFailureIsTheResultAndNamesItsWorkload) {
   EXPECT_EQ(*combined.error, "workload 2 of 3 (w-b): seed 1: output 0 differs");
   EXPECT_EQ(combined.extra["workloads"].size(), 2u);
   EXPECT_FALSE(combined.extra["workloads"][1]["correct"].get<bool>());
+}
+
+// An inner backend that records which problem file each evaluation was on; workload "w-b" fails.
+class RecordingBackend : public Backend {
+ public:
+  explicit RecordingBackend(bool native = false) {
+    traits_.name = native ? "opencl" : "cuda";
+    traits_.native = native;
+  }
+  const BackendTraits& traits() const override { return traits_; }
+  std::optional<EvalResult> measured_baseline() override { return std::nullopt; }
+  std::string hardware(const EvalResult&) override { return "fake"; }
+  Artifact build(const fs::path& candidate) override { return {candidate}; }
+  EvalResult evaluate(const Artifact&, bool) override {
+    return EvalResult::failure(ErrorKind::task, "own");
+  }
+  std::optional<EvalResult> evaluate_on(const fs::path& problem, const Artifact& artifact,
+                                        bool) override {
+    judged.emplace_back(problem, artifact.candidate);
+    if (problem.parent_path() == "w-b" && fail_b)
+      return EvalResult::failure(ErrorKind::mismatch, "off");
+    return correct(2.0, 1.0, 0.6);
+  }
+  std::string assemble(const std::vector<std::pair<std::string, std::string>>&) override {
+    return "";
+  }
+  Builtin builtin(const std::string&, const fs::path&, bool,
+                  const std::vector<std::string>&) override {
+    return {};
+  }
+  bool export_for_harness(const fs::path&, const fs::path&) override { return true; }
+  void set_deadline(std::chrono::steady_clock::time_point) override {}
+  std::optional<std::string> judged_problem_source() override { return "def run(x): ...\n"; }
+
+  std::vector<std::pair<fs::path, fs::path>> judged;  // (problem, candidate)
+  bool fail_b = false;
+
+ private:
+  BackendTraits traits_;
+};
+
+TEST(WorkloadsBackend, JudgesEveryWorkloadFileInOrderAndStopsAtTheFirstFailure) {
+  auto inner = std::make_unique<RecordingBackend>();
+  auto* recording = inner.get();
+  auto backend = make_workloads_backend(std::move(inner), three_workloads());
+  EXPECT_TRUE(backend->traits().harness.empty());
+  EXPECT_TRUE(backend->judge("cand.py").correct);
+  ASSERT_EQ(recording->judged.size(), 3u);
+  EXPECT_EQ(recording->judged[2].first, fs::path("w-c") / "f.py");
+  EXPECT_EQ(recording->judged[2].second, "cand.py");
+  // The problem judged against itself is each workload's own file.
+  recording->judged.clear();
+  backend->judge(fs::path("w-a") / "f.py");
+  EXPECT_EQ(recording->judged[1].second, fs::path("w-b") / "f.py");
+  recording->judged.clear();
+  recording->fail_b = true;
+  EXPECT_FALSE(backend->judge("cand.py").correct);
+  EXPECT_EQ(recording->judged.size(), 2u);
+  // The agents see the problem with every workload's shapes.
+  const std::string source = *backend->judged_problem_source();
+  EXPECT_EQ(source.rfind("def run(x)", 0), 0u);
+  EXPECT_NE(source.find("#   w-c: {\"n\":1}"), std::string::npos) << source;
+  EXPECT_FALSE(backend->export_for_harness("a", "b"));
+}
+
+TEST(WorkloadsBackend, ANativeBackendIsRefused) {
+  const Error e = testing::error_of(
+      [] { make_workloads_backend(std::make_unique<RecordingBackend>(true), three_workloads()); });
+  EXPECT_EQ(e.code(), ExitCode::bad_input);
+  EXPECT_NE(std::string(e.what()).find("not by opencl"), std::string::npos) << e.what();
 }
 
 class SolCli : public ::testing::Test {

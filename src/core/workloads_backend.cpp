@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "core/optimize_support.hpp"
 #include "mblast/error.hpp"
 
 namespace mblast {
@@ -132,8 +133,17 @@ class WorkloadsBackend final : public Backend {
   const BackendTraits& traits() const override { return traits_; }
   std::optional<EvalResult> measured_baseline() override { return inner_->measured_baseline(); }
   std::string hardware(const EvalResult& baseline) override { return inner_->hardware(baseline); }
+  // Workload 1's problem file, with the other workloads' shapes: a candidate must hold for all.
   std::optional<std::string> judged_problem_source() override {
-    return inner_->judged_problem_source();
+    auto inner = inner_->judged_problem_source();
+    std::string source =
+        inner ? *inner
+              : optimize_detail::read_text_file(problem_.workloads.front().file, "problem");
+    source += "\n# mblast judges a candidate on every workload of this problem, in this order:\n";
+    for (const auto& workload : problem_.workloads) {
+      source += "#   " + workload.uuid + ": " + workload.axes.dump() + "\n";
+    }
+    return source;
   }
   Artifact build(const fs::path& candidate) override { return inner_->build(candidate); }
 
