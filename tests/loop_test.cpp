@@ -593,6 +593,33 @@ TEST_F(Eligibility, ACompiledModelIsNotCompiledAgain) {
       eligible({"cuda/builtin-torch-compile-cudagraphs"}, {}).count("cuda/builtin-cuda-graph"), 0u);
 }
 
+// Replaying a graph copies the inputs into its static buffers: where that copy alone is a quarter
+// of the forward (a large input read once), neither graph built-in is offered (level1/47_Sum read
+// 0.29x under a CUDA graph on the H200, call 58).
+TEST_F(Eligibility, GraphsAreNotOfferedWhereCopyingTheInputsCostsAQuarterOfTheForward) {
+  KnowledgeBase kb(dir_ / "kb.sqlite");
+  optimize_detail::Current current;
+  current.file = "reference.py";
+  auto graphs_offered = [&](double copy_fraction) {
+    current.signature =
+        ProfileSignature::from_json({{"total_ms", 1.0}, {"input_copy_fraction", copy_fraction}});
+    std::set<std::string> ids;
+    for (const auto& t : optimize_detail::eligible_techniques(kb.techniques("cuda"), "model",
+                                                              current, {}, {}, false)
+                             .techniques) {
+      if (t.id == "cuda/builtin-cuda-graph" || t.id == "cuda/builtin-torch-compile-cudagraphs")
+        ids.insert(t.id);
+    }
+    return ids.size();
+  };
+  EXPECT_EQ(graphs_offered(0.05), 2u);
+  EXPECT_EQ(graphs_offered(0.6), 0u);
+  const auto graph = kb.technique("cuda/builtin-cuda-graph");
+  EXPECT_EQ(avoided_because(*graph, {{"input_copy_fraction", 0.6}}),
+            "input_copy_fraction = 0.6 (>= 0.25)");
+  EXPECT_EQ(avoided_because(*graph, {}), "");  // unknown: offered
+}
+
 TEST_F(Eligibility, ACompileVariantReplacesTheCompiledModelOnItsAncestor) {
   KnowledgeBase kb(dir_ / "kb.sqlite");
   const auto all = kb.techniques("cuda");

@@ -26,6 +26,12 @@ TEST(NativeSignature, SpeedOfLightIsTheLargerFloorOverTheMeasuredValue) {
   EXPECT_DOUBLE_EQ(signature["compute_sol_fraction"].get<double>(), 0.1);
   EXPECT_DOUBLE_EQ(signature["sol_fraction"].get<double>(), 0.25);
 
+  nlohmann::json with_inputs = nlohmann::json::object();
+  // 300 input bytes read and written at 100 per unit: 6 units of the measured 40.
+  add_speed_of_light(with_inputs, {4000.0, 1000.0, 300.0}, PeakRates{100, 1000}, 40);
+  EXPECT_DOUBLE_EQ(with_inputs["input_copy_fraction"].get<double>(), 0.15);
+  EXPECT_FALSE(signature.contains("input_copy_fraction"));
+
   nlohmann::json without_rates = nlohmann::json::object();
   add_speed_of_light(without_rates, {4000.0, 1000.0}, std::nullopt, 40);
   EXPECT_TRUE(without_rates.contains("arithmetic_intensity"));

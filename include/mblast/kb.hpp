@@ -33,13 +33,16 @@ struct StateRow {
 
 // How a built-in technique is applied (the "builtin" object of the catalogue): the backend's
 // transform, the options it requires (allow_tf32, torch_compile, ...), the groups whose members
-// do not stack, the ops the problem must have, the techniques it applies after and whether it
-// also applies to one region of the model ("takes_region"). Read leniently
-// (entries that are not strings are left out); written back as it came.
+// do not stack, the ops the problem must have, the techniques it applies after, whether it
+// also applies to one region of the model ("takes_region") and when not to offer it ("avoid_when").
+// Read leniently (entries that are not strings are left out); written back as it came.
 struct BuiltinSpec {
   std::string transform;
   std::vector<std::string> requirements, groups, needs_ops, after;  // requirements: "requires"
   bool takes_region = false;  // applies to one region window as well as to the whole model
+  // Conditions ({metric, op, value}, as states have) under which the built-in is not offered: any
+  // one holding on the current implementation's signature rules it out there.
+  nlohmann::json avoid_when = nlohmann::json::array();
 
   // nullopt for anything but an object.
   static std::optional<BuiltinSpec> from_json(const nlohmann::json& object);

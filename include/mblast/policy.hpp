@@ -48,6 +48,10 @@ Classification classify(const std::vector<StateRow>& states, const Signature& si
 std::vector<std::string> try_first_of(const std::vector<StateRow>& states,
                                       const std::string& state_id);
 
+// The first of a built-in's avoid_when conditions that holds on `signature`, as "metric = value
+// (op threshold)"; empty when none does (a metric the signature lacks holds nothing).
+std::string avoided_because(const TechniqueRow& technique, const Signature& signature);
+
 // ---- Technique selector (UCB) -----------------------------------------------------------------
 
 struct SelectorConfig {

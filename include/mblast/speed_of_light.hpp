@@ -15,6 +15,7 @@ namespace mblast {
 struct ForwardWork {
   std::optional<double> flops;
   std::optional<double> min_bytes;
+  std::optional<double> input_bytes;  // the inputs alone (CUDA)
 
   // The "flops" and "min_bytes" fields of an object (the CUDA worker's response; a bundle's
   // recorded "work"), each where it is a number >= 0.
@@ -34,7 +35,9 @@ struct PeakRates {
 // Adds to `signature` "min_bytes", "flops", "arithmetic_intensity" (FLOPs per minimal byte) and,
 // given rates and a measured value > 0: "memory_sol_fraction" (min_bytes at the peak byte rate,
 // over the measured value), "compute_sol_fraction" (FLOPs at the peak FLOP rate, over it) and
-// "sol_fraction" (the larger), the names the seed states' conditions use.
+// "sol_fraction" (the larger), the names the seed states' conditions use; and, given input_bytes,
+// "input_copy_fraction": one copy of the inputs (read and written) at the peak byte rate over the
+// measured value, the least that replaying a CUDA graph with static input buffers adds.
 void add_speed_of_light(nlohmann::json& signature, const ForwardWork& work,
                         const std::optional<PeakRates>& peak, double measured);
 

@@ -167,6 +167,7 @@ EligibleTechniques eligible_techniques(const std::vector<TechniqueRow>& all,
       if (builtins_need_a_candidate && base->is_reference()) continue;
       if (tried.count({base->file.string(), applied_name(technique.id, slot)})) continue;
       if (!problem_has_needed_ops(technique, problem_ops)) continue;
+      if (!avoided_because(technique, current.signature.metrics()).empty()) continue;
       if (!prerequisites_judged(technique, current, tried, only)) continue;
       eligible.builtin_bases.emplace(technique.id, *base);
     }

@@ -59,6 +59,22 @@ std::vector<const StateRow*> root_path(const StatesById& by_id, const StateRow& 
 
 }  // namespace
 
+std::string avoided_because(const TechniqueRow& technique, const Signature& signature) {
+  if (!technique.builtin) return {};
+  for (const auto& condition : technique.builtin->avoid_when) {
+    const std::string metric = condition.at("metric").get<std::string>();
+    const std::string op = condition.at("op").get<std::string>();
+    const double threshold = condition.at("value").get<double>();
+    const auto found = signature.find(metric);
+    if (found == signature.end() || !compare(found->second, op, threshold)) continue;
+    char buffer[160];
+    std::snprintf(buffer, sizeof buffer, "%s = %.4g (%s %.4g)", metric.c_str(), found->second,
+                  op.c_str(), threshold);
+    return buffer;
+  }
+  return {};
+}
+
 std::string Classification::explain() const {
   std::string text;
   for (const auto& e : evidence) {

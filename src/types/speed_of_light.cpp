@@ -19,6 +19,7 @@ ForwardWork ForwardWork::from_fields(const nlohmann::json& object) {
   if (!object.is_object()) return work;
   work.flops = positive(object, "flops");
   work.min_bytes = positive(object, "min_bytes");
+  work.input_bytes = positive(object, "input_bytes");
   return work;
 }
 
@@ -42,6 +43,9 @@ void add_speed_of_light(nlohmann::json& signature, const ForwardWork& work,
   if (compute) signature["compute_sol_fraction"] = *compute;
   if (memory || compute)
     signature["sol_fraction"] = std::max(memory.value_or(0), compute.value_or(0));
+  if (work.input_bytes && peak->bytes > 0) {
+    signature["input_copy_fraction"] = 2 * *work.input_bytes / peak->bytes / measured;
+  }
 }
 
 }  // namespace mblast

@@ -61,7 +61,7 @@ def _can_still_pass(s: Session, v: Verdict) -> bool:
 
 def _after_trials(s: Session, v: Verdict) -> None:
     facts = s.facts
-    s.resp.flops, s.resp.min_bytes = facts.flops, facts.min_bytes
+    s.resp.flops, s.resp.min_bytes, s.resp.input_bytes = facts.flops, facts.min_bytes, facts.input_bytes
     tf32 = s.precision.candidate_setting.cudnn or s.precision.candidate_setting.matmul
     s.resp.sol_ms = sol_ms(facts.flops, facts.min_bytes, s.req.device_ceilings, tf32=tf32,
                            dtype=facts.compute_dtype)

@@ -68,6 +68,7 @@ class Response:
     timing: Optional[Dict[str, TimingStats]] = None
     flops: Optional[float] = None
     min_bytes: Optional[int] = None
+    input_bytes: Optional[int] = None  # the inputs' bytes (what a CUDA graph's replay copies in)
     sol_ms: Optional[float] = None
     # SOL-ExecBench's score of the candidate's time (costmodel.sol_score) with eager as T_b, and
     # with torch.compile of the reference as T_b where that was timed.
