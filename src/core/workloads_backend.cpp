@@ -6,54 +6,53 @@
 
 #include "core/optimize_support.hpp"
 #include "mblast/error.hpp"
+#include "mblast/json_fields.hpp"
 
 namespace mblast {
 
 namespace fs = std::filesystem;
+using optimize_detail::extra_number;
 
 namespace {
 
+// What `get` gives for every result, or nullopt when one lacks it.
+template <class Get>
+std::optional<std::vector<double>> every(const std::vector<EvalResult>& results, Get get) {
+  std::vector<double> values;
+  for (const auto& r : results) {
+    const std::optional<double> value = get(r);
+    if (!value) return std::nullopt;
+    values.push_back(*value);
+  }
+  return values;
+}
+
+std::optional<double> geometric_mean(const std::optional<std::vector<double>>& values) {
+  if (!values || values->empty()) return std::nullopt;
+  double log_sum = 0;
+  for (const double v : *values) {
+    if (v <= 0) return std::nullopt;
+    log_sum += std::log(v);
+  }
+  return std::exp(log_sum / static_cast<double>(values->size()));
+}
+
+std::optional<double> mean(const std::optional<std::vector<double>>& values) {
+  if (!values || values->empty()) return std::nullopt;
+  double sum = 0;
+  for (const double v : *values) sum += v;
+  return sum / static_cast<double>(values->size());
+}
+
 std::optional<double> geomean(const std::vector<EvalResult>& results,
                               std::optional<double> EvalResult::*field) {
-  double log_sum = 0;
-  for (const auto& r : results) {
-    const auto value = r.*field;
-    if (!value || *value <= 0) return std::nullopt;
-    log_sum += std::log(*value);
-  }
-  return std::exp(log_sum / static_cast<double>(results.size()));
+  return geometric_mean(every(results, [field](const EvalResult& r) { return r.*field; }));
 }
 
-std::optional<double> number_in(const nlohmann::json& extra, const char* key) {
-  const auto it = extra.find(key);
-  if (it == extra.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
-// The geometric mean of extra[key] over the results, where every one has it (> 0).
-std::optional<double> geomean_of(const std::vector<EvalResult>& results, const char* key) {
-  double log_sum = 0;
-  for (const auto& r : results) {
-    const auto value = number_in(r.extra, key);
-    if (!value || *value <= 0) return std::nullopt;
-    log_sum += std::log(*value);
-  }
-  return std::exp(log_sum / static_cast<double>(results.size()));
-}
-
-// The mean of extra[key] over the results, where every one has it.
-std::optional<double> mean_of(const std::vector<EvalResult>& results, const char* key) {
-  double sum = 0;
-  for (const auto& r : results) {
-    const auto value = number_in(r.extra, key);
-    if (!value) return std::nullopt;
-    sum += *value;
-  }
-  return sum / static_cast<double>(results.size());
-}
-
-nlohmann::json optional_json(std::optional<double> value) {
-  return value ? nlohmann::json(*value) : nlohmann::json();
+// extra[key] of every result.
+std::optional<std::vector<double>> every_extra(const std::vector<EvalResult>& results,
+                                               const char* key) {
+  return every(results, [key](const EvalResult& r) { return extra_number(r, key); });
 }
 
 nlohmann::json workload_entry(const SolWorkload& workload, const EvalResult& r) {
@@ -66,8 +65,8 @@ nlohmann::json workload_entry(const SolWorkload& workload, const EvalResult& r) 
           {"speedup", optional_json(r.speedup)},
           {"max_abs_err", optional_json(r.max_abs_err)},
           {"compile_ms", optional_json(r.compile_ms)},
-          {"sol_ms", optional_json(number_in(r.extra, "sol_ms"))},
-          {"sol_score", optional_json(number_in(r.extra, "sol_score"))},
+          {"sol_ms", optional_json(extra_number(r, "sol_ms"))},
+          {"sol_score", optional_json(extra_number(r, "sol_score"))},
           {"tolerance", workload.tolerance}};
 }
 
@@ -115,9 +114,10 @@ EvalResult combine_workloads(const SolProblem& problem, const std::vector<EvalRe
       }
     }
   }
-  set_or_erase(combined.extra, "sol_ms", geomean_of(results, "sol_ms"));
-  set_or_erase(combined.extra, "sol_score", mean_of(results, "sol_score"));
-  set_or_erase(combined.extra, "sol_score_vs_compile", mean_of(results, "sol_score_vs_compile"));
+  set_or_erase(combined.extra, "sol_ms", geometric_mean(every_extra(results, "sol_ms")));
+  set_or_erase(combined.extra, "sol_score", mean(every_extra(results, "sol_score")));
+  set_or_erase(combined.extra, "sol_score_vs_compile",
+               mean(every_extra(results, "sol_score_vs_compile")));
   return combined;
 }
 

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import List, Optional
 
-from .formats import FormatError, load_problem_dir
+from .formats import FormatError, load_problem_dir, read_json
 from .problem_file import write_problem_files
 from .solution import Solution, UnsupportedSolution, candidate_source, parse_solution
 
@@ -29,12 +29,7 @@ def _build_ahead(solution: Solution, cache: str) -> dict:
 def _solution(problem_path: str, solution_path: str, out: str, build_cache: Optional[str]) -> dict:
     problem = load_problem_dir(problem_path)
     where = os.path.basename(solution_path)
-    try:
-        with open(solution_path, encoding="utf-8") as fh:
-            raw = json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise FormatError(where, f"is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    solution = parse_solution(raw, where)
+    solution = parse_solution(read_json(solution_path, where), where)
     source = candidate_source(solution, problem.definition, problem.raw_definition)
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w", encoding="utf-8") as fh:

@@ -315,7 +315,7 @@ def load_problem_dir(path: str) -> ProblemDir:
         if not os.path.isfile(needed):
             raise FormatError(directory, f"has no {os.path.basename(needed)} (a SOL-ExecBench problem directory "
                                          "holds definition.json and workload.jsonl)")
-    raw_definition = _read_json(definition_path, "definition.json")
+    raw_definition = read_json(definition_path, "definition.json")
     definition = parse_definition(raw_definition)
     workloads: List[Workload] = []
     raw_workloads: List[Dict[str, Any]] = []
@@ -340,7 +340,7 @@ def load_problem_dir(path: str) -> ProblemDir:
     return ProblemDir(directory, definition, workloads, raw_definition, raw_workloads)
 
 
-def _read_json(path: str, where: str) -> Any:
+def read_json(path: str, where: str) -> Any:
     try:
         with open(path, encoding="utf-8") as fh:
             return json.load(fh)
