@@ -25,10 +25,7 @@ namespace {
 
 using testing::run_mblast;
 using testing::TempDir;
-
-std::string source(const std::string& relative) {
-  return std::string(MBLAST_SOURCE_DIR) + "/tests/" + relative;
-}
+using testing::test_file;
 
 class EvalCli : public ::testing::Test {
  protected:
@@ -46,9 +43,18 @@ class EvalCli : public ::testing::Test {
                         const std::string& candidate, const std::vector<std::string>& extra,
                         std::map<std::string, std::optional<std::string>> env) {
     ProcessSpec spec;
-    spec.argv = {binary.string(),   "eval",     source(problem), "--candidate",
-                 source(candidate), "--device", "cpu",           "--json",
-                 "--runs",          "5",        "--cache-dir",   (cache_ / "cache").string()};
+    spec.argv = {binary.string(),
+                 "eval",
+                 test_file(problem),
+                 "--candidate",
+                 test_file(candidate),
+                 "--device",
+                 "cpu",
+                 "--json",
+                 "--runs",
+                 "5",
+                 "--cache-dir",
+                 (cache_ / "cache").string()};
     spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
     env["XDG_CACHE_HOME"] = (cache_ / "xdg").string();
     spec.env = std::move(env);
@@ -100,15 +106,15 @@ TEST_F(EvalCli, CheatingCandidateExitsOneWithItsFlag) {
 
 TEST_F(EvalCli, SeveralCandidatesInOneCallAreJudgedInOrder) {
   auto result = eval("problems/relu_small.py", "candidates/cpu/correct_relu.py",
-                     {"--seeds", "2", "--candidate", source("candidates/cpu/mutate_input.py")});
+                     {"--seeds", "2", "--candidate", test_file("candidates/cpu/mutate_input.py")});
   EXPECT_EQ(result.exit_code, 1) << result.err;  // not all correct
   auto json = nlohmann::json::parse(result.out);
   ASSERT_TRUE(json["results"].is_array()) << result.out;
   ASSERT_EQ(json["results"].size(), 2u);
   const auto& good = json["results"][0];
   const auto& cheat = json["results"][1];
-  EXPECT_EQ(good["candidate"], source("candidates/cpu/correct_relu.py"));
-  EXPECT_EQ(cheat["candidate"], source("candidates/cpu/mutate_input.py"));
+  EXPECT_EQ(good["candidate"], test_file("candidates/cpu/correct_relu.py"));
+  EXPECT_EQ(cheat["candidate"], test_file("candidates/cpu/mutate_input.py"));
   EXPECT_TRUE(good["correct"].get<bool>()) << good.dump(2);
   EXPECT_FALSE(cheat["correct"].get<bool>());
   auto flags = cheat["flags"].get<std::vector<std::string>>();
@@ -124,11 +130,11 @@ TEST_F(EvalCli, SeveralCandidatesInOneCallAreJudgedInOrder) {
 
 TEST_F(EvalCli, SeveralCandidatesAllCorrectExitZeroAndPrintASummary) {
   auto args = std::vector<std::string>{"eval",
-                                       source("problems/relu_small.py"),
+                                       test_file("problems/relu_small.py"),
                                        "--candidate",
-                                       source("candidates/cpu/correct_relu.py"),
+                                       test_file("candidates/cpu/correct_relu.py"),
                                        "--candidate",
-                                       source("problems/relu_small.py"),
+                                       test_file("problems/relu_small.py"),
                                        "--device",
                                        "cpu",
                                        "--seeds",
@@ -160,9 +166,9 @@ TEST_F(EvalCli, HangingCandidateIsKilledAtTheTimeout) {
 TEST_F(EvalCli, VerboseShowsTheStepsOfAnEvaluation) {
   auto args = std::vector<std::string>{"-v",
                                        "eval",
-                                       source("problems/relu_small.py"),
+                                       test_file("problems/relu_small.py"),
                                        "--candidate",
-                                       source("candidates/cpu/correct_relu.py"),
+                                       test_file("candidates/cpu/correct_relu.py"),
                                        "--device",
                                        "cpu",
                                        "--runs",
@@ -236,8 +242,8 @@ TEST_F(EvalCli, ExportsOnlyCorrectCandidates) {
 
 TEST_F(EvalCli, CudaDeviceWithoutAGpuExitsTwoSuggestingTheCpu) {
   if (find_program("nvidia-smi")) GTEST_SKIP() << "this machine may have a GPU";
-  auto result = run_mblast({"eval", source("problems/relu_small.py"), "--candidate",
-                            source("candidates/cpu/correct_relu.py"), "--device", "cuda",
+  auto result = run_mblast({"eval", test_file("problems/relu_small.py"), "--candidate",
+                            test_file("candidates/cpu/correct_relu.py"), "--device", "cuda",
                             "--cache-dir", (cache_ / "cache").string()},
                            {{"XDG_CACHE_HOME", (cache_ / "xdg").string()}});
   EXPECT_EQ(result.exit_code, 2) << result.err;

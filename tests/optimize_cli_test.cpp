@@ -22,10 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_mblast;
 using testing::TempDir;
-
-std::string source(const std::string& relative) {
-  return std::string(MBLAST_SOURCE_DIR) + "/tests/" + relative;
-}
+using testing::test_file;
 
 std::vector<nlohmann::json> json_lines(const fs::path& path) {
   std::vector<nlohmann::json> rows;
@@ -44,17 +41,13 @@ class OptimizeCli : public ::testing::Test {
 
   // No LLM unless the test passes --llm: keys and MBLAST_LLM of the machine are ignored.
   std::map<std::string, std::optional<std::string>> env() const {
-    return {{"XDG_CACHE_HOME", (dir_ / "xdg-cache").string()},
-            {"XDG_CONFIG_HOME", (dir_ / "xdg-config").string()},
-            {"MBLAST_LLM", std::nullopt},
-            {"OPENAI_API_KEY", std::nullopt},
-            {"ANTHROPIC_API_KEY", std::nullopt}};
+    return testing::no_llm_env(dir_.path());
   }
 
   std::vector<std::string> args(const std::string& problem, const fs::path& out,
                                 std::vector<std::string> extra = {}) const {
     std::vector<std::string> a = {"--kb",        kb().string(),
-                                  "optimize",    source(problem),
+                                  "optimize",    test_file(problem),
                                   "--device",    "cpu",
                                   "--out",       out.string(),
                                   "--seeds",     "2",
@@ -75,7 +68,7 @@ class OptimizeCli : public ::testing::Test {
         run_mblast(args("problems/relu_small.py", out,
                         {"--iterations", "1", "--steps", "1", "--technique",
                          "cuda/fuse-elementwise-into-producer", "--llm",
-                         "replay:" + source("fixtures/optimize/relu_actor_hangs.jsonl"),
+                         "replay:" + test_file("fixtures/optimize/relu_actor_hangs.jsonl"),
                          "--time-limit", "0.5", "--json"}),
                    env);
     const double seconds =
@@ -97,7 +90,7 @@ TEST_F(OptimizeCli, ReplayDrivesActorCompileErrorFixCriticIntoTheKb) {
       args("problems/relu_small.py", out,
            {"--iterations", "1", "--steps", "1", "--technique",
             "cuda/fuse-elementwise-into-producer", "--llm",
-            "replay:" + source("fixtures/optimize/relu_actor_fix_critic.jsonl"), "--json"}),
+            "replay:" + test_file("fixtures/optimize/relu_actor_fix_critic.jsonl"), "--json"}),
       env());
   ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
   const auto summary = nlohmann::json::parse(result.out);
@@ -427,7 +420,7 @@ TEST_F(OptimizeCli, BadInputExitsTwoWithAFix) {
       {{"optimize", "--resume", dir_.path().string()}, "holds no mblast run"},
       {args("problems/conv_small.py", out, {"--technique", "cuda/warp-drive"}),
        "no technique cuda/warp-drive"},
-      {{"optimize", source("problems/broken_syntax.py"), "--device", "cpu", "--out",
+      {{"optimize", test_file("problems/broken_syntax.py"), "--device", "cpu", "--out",
         (dir_ / "b").string()},
        "broken_syntax.py"},
       {{"optimize"}, "no PROBLEM given"},

@@ -22,10 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_mblast;
 using testing::TempDir;
-
-std::string source(const std::string& relative) {
-  return std::string(MBLAST_SOURCE_DIR) + "/tests/" + relative;
-}
+using testing::test_file;
 
 SolProblem three_workloads() {
   SolProblem problem;
@@ -159,16 +156,12 @@ class SolCli : public ::testing::Test {
     if (!find_torch_python()) GTEST_SKIP() << "no Python with torch";
   }
   std::map<std::string, std::optional<std::string>> env() const {
-    return {{"XDG_CACHE_HOME", (dir_ / "xdg-cache").string()},
-            {"XDG_CONFIG_HOME", (dir_ / "xdg-config").string()},
-            {"MBLAST_LLM", std::nullopt},
-            {"OPENAI_API_KEY", std::nullopt},
-            {"ANTHROPIC_API_KEY", std::nullopt}};
+    return testing::no_llm_env(dir_.path());
   }
   ProcessResult eval(const std::string& problem, const std::string& candidate,
                      std::vector<std::string> extra = {}) {
     std::vector<std::string> args = {"eval",
-                                     source(problem),
+                                     test_file(problem),
                                      "--candidate",
                                      candidate,
                                      "--device",
@@ -189,7 +182,7 @@ class SolCli : public ::testing::Test {
 const char* const kSmall = "problems/sol/rmsnorm_small";
 
 TEST_F(SolCli, ASolutionIsJudgedOnEveryWorkload) {
-  const auto result = eval(kSmall, source("problems/sol/rmsnorm_small/solution_dps.json"));
+  const auto result = eval(kSmall, test_file("problems/sol/rmsnorm_small/solution_dps.json"));
   ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
   const auto json = nlohmann::json::parse(result.out);
   EXPECT_TRUE(json["correct"].get<bool>()) << json.dump(2);
@@ -202,7 +195,7 @@ TEST_F(SolCli, ASolutionIsJudgedOnEveryWorkload) {
 }
 
 TEST_F(SolCli, TheProblemJudgedAgainstItselfIsCorrectOnEveryWorkload) {
-  const auto result = eval(kSmall, source(std::string(kSmall) + "/definition.json"));
+  const auto result = eval(kSmall, test_file(std::string(kSmall) + "/definition.json"));
   ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
   const auto json = nlohmann::json::parse(result.out);
   EXPECT_EQ(json["workloads"].size(), 3u);
@@ -211,7 +204,7 @@ TEST_F(SolCli, TheProblemJudgedAgainstItselfIsCorrectOnEveryWorkload) {
 }
 
 TEST_F(SolCli, AWrongSolutionFailsNamingTheWorkload) {
-  const auto result = eval(kSmall, source("problems/sol/rmsnorm_small/solution_wrong.json"));
+  const auto result = eval(kSmall, test_file("problems/sol/rmsnorm_small/solution_wrong.json"));
   EXPECT_EQ(result.exit_code, 1) << result.err << result.out;
   const auto json = nlohmann::json::parse(result.out);
   EXPECT_EQ(json["error_kind"], "mismatch");
@@ -220,22 +213,22 @@ TEST_F(SolCli, AWrongSolutionFailsNamingTheWorkload) {
 }
 
 TEST_F(SolCli, BadInputIsRefusedWithTheFieldOrTheReason) {
-  auto result = eval("problems/sol/bad_dtype", source("problems/sol/bad_dtype"));
+  auto result = eval("problems/sol/bad_dtype", test_file("problems/sol/bad_dtype"));
   EXPECT_EQ(result.exit_code, 2) << result.out;
   EXPECT_NE(result.err.find("definition.json.inputs.weight.dtype: unknown dtype 'bf16'"),
             std::string::npos)
       << result.err;
-  result = eval(kSmall, source("problems/sol/bad_binding.json"));
+  result = eval(kSmall, test_file("problems/sol/bad_binding.json"));
   EXPECT_EQ(result.exit_code, 2) << result.out;
   EXPECT_NE(result.err.find("torch binding only"), std::string::npos) << result.err;
-  result = eval(kSmall, source("problems/sol/rmsnorm_small/solution_dps.json"),
+  result = eval(kSmall, test_file("problems/sol/rmsnorm_small/solution_dps.json"),
                 {"--export", (dir_ / "out.py").string()});
   EXPECT_EQ(result.exit_code, 2) << result.out;
 }
 
 // Built ahead on the host; on a PyTorch without CUDA the build fails, and the judge says why.
 TEST_F(SolCli, ACudaSolutionThatCannotBuildHereFailsWithTheReason) {
-  const auto result = eval(kSmall, source("problems/sol/rmsnorm_small/solution_cuda.json"));
+  const auto result = eval(kSmall, test_file("problems/sol/rmsnorm_small/solution_cuda.json"));
   EXPECT_EQ(result.exit_code, 1) << result.err << result.out;
   const auto json = nlohmann::json::parse(result.out);
   EXPECT_FALSE(json["correct"].get<bool>());
@@ -245,7 +238,7 @@ TEST_F(SolCli, ACudaSolutionThatCannotBuildHereFailsWithTheReason) {
 TEST_F(SolCli, OptimizeRunsOnAProblemDirectory) {
   const fs::path out = dir_ / "run";
   const auto result =
-      run_mblast({"--kb", (dir_ / "kb.sqlite").string(), "optimize", source(kSmall), "--device",
+      run_mblast({"--kb", (dir_ / "kb.sqlite").string(), "optimize", test_file(kSmall), "--device",
                   "cpu", "--out", out.string(), "--seeds", "2", "--runs", "5", "--iterations", "1",
                   "--steps", "2", "--cache-dir", (dir_ / "cache").string(), "--json"},
                  env());

@@ -29,6 +29,18 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
+std::string test_file(const std::string& relative) {
+  return std::string(MBLAST_SOURCE_DIR) + "/tests/" + relative;
+}
+
+std::map<std::string, std::optional<std::string>> no_llm_env(const std::filesystem::path& dir) {
+  return {{"XDG_CACHE_HOME", (dir / "xdg-cache").string()},
+          {"XDG_CONFIG_HOME", (dir / "xdg-config").string()},
+          {"MBLAST_LLM", std::nullopt},
+          {"OPENAI_API_KEY", std::nullopt},
+          {"ANTHROPIC_API_KEY", std::nullopt}};
+}
+
 std::string mblast_binary() {
   const char* binary = std::getenv("MBLAST_BINARY");
   if (!binary || !*binary) {

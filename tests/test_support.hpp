@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "native/bundle.hpp"
 #include "mblast/error.hpp"
 #include "mblast/process.hpp"
+#include "native/bundle.hpp"
 
 namespace mblast::testing {
 
@@ -35,6 +35,13 @@ class TempDir {
 // A tensor of `values` in `dtype` (float32 or float64; integer dtypes are truncated).
 Tensor make_tensor(const std::string& name, TensorRole role, DType dtype,
                    std::vector<std::int64_t> shape, const std::vector<double>& values);
+
+// A file under tests/ in the source tree.
+std::string test_file(const std::string& relative);
+
+// A CLI test's environment without an LLM: caches and configuration under `dir`, the machine's
+// MBLAST_LLM and API keys unset.
+std::map<std::string, std::optional<std::string>> no_llm_env(const std::filesystem::path& dir);
 
 // The mblast binary under test ($MBLAST_BINARY, set by CTest).
 std::string mblast_binary();
