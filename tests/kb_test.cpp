@@ -194,6 +194,52 @@ TEST(KnowledgeBase, CorruptFileIsAClearInputError) {
   }
 }
 
+// A region's attempts feed the statistics of its signature, not the whole model's; the correct
+// ones that sped it up are found again by its exact key, best first; both survive export and
+// import (region_stats is derived by the trigger, like reward_stats).
+TEST(KnowledgeBase, RegionAttemptsFeedRegionStatsAndAreFoundByTheirKey) {
+  TempDir dir;
+  KnowledgeBase kb(dir / "kb.sqlite");
+  const auto technique = first_technique(kb, "cuda");
+  auto region = [&](double reward, std::int64_t step, const std::string& key) {
+    auto row = attempt("resnet", "memory-bound", technique, reward, step);
+    row.slot = "region:conv1..relu";
+    row.region = "conv2d>batchnorm2d>relu|float32:2^20B";
+    row.region_key = key;
+    return row;
+  };
+  kb.add_attempt(region(0.2, 1, "k1"));
+  kb.add_attempt(region(0.5, 2, "k1"));
+  kb.add_attempt(region(-1.0, 3, "k1"));
+  kb.add_attempt(region(0.9, 4, "k2"));
+  kb.add_attempt(attempt("resnet", "memory-bound", technique, 0.1, 5));  // the whole model's
+  const auto model = kb.reward_stats("cuda", "memory-bound");
+  ASSERT_EQ(model.size(), 1u);
+  EXPECT_EQ(model[0].n, 1);
+  const auto stats =
+      kb.region_stats("cuda", "memory-bound", "conv2d>batchnorm2d>relu|float32:2^20B");
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].n, 4);
+  EXPECT_NEAR(stats[0].mean(), 0.15, 1e-12);
+  EXPECT_TRUE(kb.region_stats("cuda", "memory-bound", "relu|float32:2^20B").empty());
+  const auto verified = kb.verified_regions("k1", "cuda", "NVIDIA H200");
+  ASSERT_EQ(verified.size(), 2u);  // the failure is no verified implementation
+  EXPECT_DOUBLE_EQ(*verified[0].reward, 0.5);
+  EXPECT_EQ(verified[0].region_key, "k1");
+  EXPECT_TRUE(kb.verified_regions("k1", "cuda", "other GPU").empty());
+  const auto rows = kb.query({.kind = "regions", .region = "batchnorm2d"});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["n"], 4);
+
+  KnowledgeBase copy(dir / "copy.sqlite");
+  std::istringstream in(export_text(kb));
+  copy.import_jsonl(in);
+  EXPECT_EQ(
+      copy.region_stats("cuda", "memory-bound", "conv2d>batchnorm2d>relu|float32:2^20B").at(0).n,
+      4);
+  EXPECT_EQ(copy.verified_regions("k2", "cuda", "NVIDIA H200").size(), 1u);
+}
+
 TEST(KnowledgeBase, AttemptsFeedRewardStatsAndAreIdempotent) {
   TempDir dir;
   KnowledgeBase kb(dir / "kb.sqlite");

@@ -790,6 +790,86 @@ TEST_F(LoopTest, WithRegionsAStepAppliesARegionBuiltinToTheReference) {
   EXPECT_EQ(rewarded, 1);
 }
 
+// two_windows() with what identifies them beyond the model (worker/mblast_regions/identity.py),
+// the convolution's window holding `share` of the time under the op names `ops`.
+ProgramRegions signed_windows(const std::string& key, double share,
+                              const std::vector<std::string>& ops = {"conv1", "relu"}) {
+  auto regions = two_windows();
+  regions.windows[0].ops = ops;
+  regions.windows[0].share = share;
+  regions.windows[0].signature = "conv2d>relu|float32:2^20B";
+  regions.windows[0].key = key;
+  regions.windows[0].input_shapes = {"float32[2,3,8,8]"};
+  regions.windows[1].signature = "linear|float32:2^12B";
+  regions.windows[1].key = key + "-linear";
+  return regions;
+}
+
+constexpr const char* kConvRegion = "conv2d>relu|float32:2^20B";
+
+// A region step is rewarded as the region's own implied speedup, kept in the statistics of the
+// region's signature and out of the whole model's.
+TEST_F(LoopTest, RegionStepsAreRewardedAsTheRegionAndKeptPerSignature) {
+  backend_.regions = signed_windows("k1", 0.6);
+  backend_.speedups = {{"torch_compile", 1.5}, {"torch_compile@conv1,relu", 1.2}};
+  auto o = with_compile_transform("cuda/builtin-torch-compile", 3);
+  o.regions = true;
+  run_builtins(o);
+  const auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 3u);
+  ASSERT_EQ(steps[1]["slot"], "region:conv1..relu");
+  const double region = std::log(0.6 / (0.6 - (1 - 1 / 1.2)));
+  EXPECT_NEAR(steps[1]["region_reward"].get<double>(), region, 1e-9);
+  EXPECT_FALSE(steps[0].contains("region_reward"));
+  KnowledgeBase kb(dir_ / "kb.sqlite");
+  std::int64_t model_attempts = 0;
+  for (const auto& stat : kb.reward_stats("cuda")) model_attempts += stat.n;
+  EXPECT_EQ(model_attempts, 1);
+  const auto stats = kb.region_stats("cuda", steps[1]["state"], kConvRegion);
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_NEAR(stats[0].mean(), region, 1e-9);
+  EXPECT_EQ(kb.region_stats("cuda", steps[2]["state"], "linear|float32:2^12B").at(0).mean(), -1);
+  for (const auto& attempt : attempts()) {
+    if (attempt["slot"] == "region:conv1..relu") {
+      EXPECT_EQ(attempt["region_key"], "k1");
+    }
+  }
+}
+
+// The same computation in another task's model (its exact key): the region first retries the
+// built-in that sped it up there, and the step records that attempt and whether it held.
+TEST_F(LoopTest, ARegionFirstRetriesWhatSpedUpTheSameComputationInAnEarlierTask) {
+  backend_.regions = signed_windows("k1", 0.6);
+  backend_.speedups = {{"torch_compile", 1.5}, {"torch_compile@conv1,relu", 1.2}};
+  auto first = with_compile_transform("cuda/builtin-torch-compile", 3);
+  first.regions = true;
+  run_builtins(first);
+  const std::string verified = run_dir().steps()[1]["attempt_id"];
+
+  backend_.regions = signed_windows("k1", 0.9, {"conv9", "relu9"});
+  backend_.speedups = {{"torch_compile@conv9,relu9", 1.3}};
+  run_ = std::make_unique<RunDir>(RunDir::create(dir_ / "run2"));
+  run_->write_config({{"options", options_to_json(options(1))}});
+  auto second = options(4);
+  second.problem = fs::path(MBLAST_SOURCE_DIR) / "tests" / "problems" / "conv_small.py";
+  second.techniques = {"cuda/builtin-torch-compile-max-autotune",
+                       "cuda/builtin-torch-compile-coordinate-descent",
+                       "cuda/builtin-torch-compile"};
+  second.regions = true;
+  run_builtins(second);
+  std::optional<nlohmann::json> region_step;
+  for (const auto& step : run_dir().steps()) {
+    if (step["slot"] == "region:conv9..relu9") {
+      region_step = step;
+      break;
+    }
+  }
+  ASSERT_TRUE(region_step.has_value());
+  EXPECT_EQ((*region_step)["technique"], "cuda/builtin-torch-compile");
+  EXPECT_EQ((*region_step)["reused_attempt"], verified);
+  EXPECT_EQ((*region_step)["reuse_held"], true);
+}
+
 // A built-in that needs certain ops (cuDNN autotuning: a convolution) goes only to the regions
 // that hold them.
 TEST_F(LoopTest, ARegionBuiltinGoesOnlyWhereItsOpsAre) {

@@ -371,6 +371,21 @@ TEST(Reward, CorrectnessGatedLogSpeedupOverTheCurrentBest) {
   EXPECT_DOUBLE_EQ(step_reward(true, 0.0, 1.0), -1.0);
 }
 
+// The whole model 1.2x faster with a region of 60 % of its time: the region went from 0.6 to
+// 0.6 - (1 - 1/1.2) of the time.
+TEST(Reward, ARegionStepEarnsTheRegionsOwnImpliedSpeedup) {
+  EXPECT_NEAR(region_reward(true, 1.2, 1.0, 0.6), std::log(0.6 / (0.6 - (1 - 1 / 1.2))), 1e-12);
+  // The same model gain on a smaller region is a larger gain of the region.
+  EXPECT_GT(region_reward(true, 1.2, 1.0, 0.3), region_reward(true, 1.2, 1.0, 0.6));
+  // Built on a candidate at 2x, the step is judged against that candidate's time.
+  EXPECT_NEAR(region_reward(true, 2.4, 2.0, 0.6), region_reward(true, 1.2, 1.0, 0.6), 1e-12);
+  // More gain than the region's whole time (noise on a small share): capped; slower: bounded.
+  EXPECT_DOUBLE_EQ(region_reward(true, 2.0, 1.0, 0.1), std::log(16.0));
+  EXPECT_DOUBLE_EQ(region_reward(true, 0.25, 1.0, 0.1), std::log(1.0 / 16.0));
+  EXPECT_DOUBLE_EQ(region_reward(false, 1.5, 1.0, 0.6), -1.0);
+  EXPECT_DOUBLE_EQ(region_reward(true, 1.5, 1.0, 0.0), std::log(1.5));  // no share: the step's
+}
+
 TEST(ProfileSignatures, NumbersAreMetricsListsAreTimeSharesAndTheJsonComesBackAsItCame) {
   const nlohmann::json raw = {{"kernel_count", 3},
                               {"ops", {{{"name", "aten::mm"}, {"share", 0.75}}, {{"share", 0.25}}}},

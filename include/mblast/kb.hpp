@@ -101,6 +101,10 @@ struct AttemptRow {
   std::optional<double> reward;
   std::int64_t tokens = 0;
   std::string created_at;  // ISO 8601 UTC; now() when empty
+  // An attempt on a region window: the region's signature (kinds|shape class) and exact key
+  // (worker/mblast_regions/identity.py). Its reward goes to region_stats, not reward_stats.
+  std::optional<std::string> region;
+  std::optional<std::string> region_key;
 };
 
 struct ImplementationRow {
@@ -150,8 +154,9 @@ struct RewardStat {
 // Filters for `kb query`; empty fields do not filter.
 struct KbQuery {
   std::string kind =
-      "techniques";  // states|techniques|claims|attempts|implementations|runs|rewards
+      "techniques";  // states|techniques|claims|attempts|implementations|runs|rewards|regions
   std::string backend, state, technique, task, hardware;
+  std::string region;  // regions and attempts: region signatures containing this text
   std::int64_t limit = 50;
 };
 
@@ -211,6 +216,14 @@ class KnowledgeBase {
   std::optional<TechniqueRow> technique(const std::string& id) const;
   std::vector<RewardStat> reward_stats(const std::string& backend,
                                        const std::string& state_id = {}) const;
+  // The statistics of one region signature (kinds|shape class) in a state, as whole-model ones.
+  std::vector<RewardStat> region_stats(const std::string& backend, const std::string& state_id,
+                                       const std::string& region) const;
+  // Correct attempts that sped up a region with this exact key on this backend and hardware,
+  // best reward first: where the same computation was made faster before.
+  std::vector<AttemptRow> verified_regions(const std::string& region_key,
+                                           const std::string& backend,
+                                           const std::string& hardware) const;
   std::vector<ClaimRow> claims(const std::string& state_id, const std::string& technique_id,
                                std::int64_t limit = 20) const;
   std::vector<AttemptRow> attempts_for_task(const std::string& task, std::int64_t limit = 50) const;

@@ -116,6 +116,9 @@ struct Slot {
   int visits = 0;
   std::vector<std::string> ops;       // a region window's torch.fx ops (empty for the others)
   std::vector<std::string> op_kinds;  // and their kinds ("conv2d"), for built-ins' needs_ops
+  // A region window's signature, exact key and input shapes (RegionWindow); empty otherwise.
+  std::string region_signature, region_key;
+  std::vector<std::string> input_shapes;
 };
 
 struct OperatorSelectorConfig {
@@ -156,5 +159,13 @@ std::vector<Slot> slots_from_signature(const ProfileSignature& signature, bool p
 // failure_reward.
 double step_reward(bool correct, std::optional<double> speedup, double best_before,
                    double failure_reward = -1.0);
+
+// A step on a region window, rewarded as the region's own speedup, so that regions of one
+// signature compare across models whatever their share: the model went from the base's time to
+// the candidate's, and all of the change is put on the region, which held `share` of the base's
+// time. The implied speedup is kept within [1 / max_region_speedup, max_region_speedup] (timing
+// noise on a small share); without a share, the step's own reward.
+double region_reward(bool correct, std::optional<double> speedup, double base_speedup, double share,
+                     double failure_reward = -1.0, double max_region_speedup = 16.0);
 
 }  // namespace mblast

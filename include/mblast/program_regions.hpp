@@ -21,6 +21,11 @@ struct RegionWindow {
   std::vector<std::string> inputs, outputs;
   // Its ops' kinds, lower case ("conv2d", "relu"): what a built-in's needs_ops looks for.
   std::vector<std::string> op_kinds;
+  // What identifies it beyond this model (worker/mblast_regions/identity.py owns the rules):
+  // "kinds|shape class", the key of its reward statistics; a hash equal only where the same
+  // computation appears again; each input's "dtype[shape]". Empty from older runs' configs.
+  std::string signature, key;
+  std::vector<std::string> input_shapes;
 
   // "region:conv1..relu2" (or "region:conv1" for one op): the slot a step works on.
   std::string slot_id() const;

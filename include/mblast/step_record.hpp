@@ -47,6 +47,12 @@ struct StepRecord {
   // eager differs between processes, so it is kept per step (RunSummary::eager_range).
   std::optional<double> eager_ms;
   double reward = 0;
+  // A region step: the region's own reward (policy region_reward), which the KB keeps per region
+  // signature; where it retried what sped up the same computation before, that attempt's id and
+  // whether it held here (correct, and the region faster).
+  std::optional<double> region_reward;
+  std::optional<std::string> reused_attempt;
+  std::optional<bool> reuse_held;
   bool improved = false;            // the current implementation moved to the candidate
   bool new_best_candidate = false;  // the run's best moved to it
   // Where its speedup and its own time disagreed on whether it beat the best: what decided (eager

@@ -79,6 +79,14 @@ const std::map<std::string, std::vector<Column>>& query_columns() {
         {"n", "N", 6},
         {"mean_reward", "MEAN", 8},
         {"best_reward", "BEST", 8}}},
+      {"regions",
+       {{"region", "REGION", 44},
+        {"state_id", "STATE", 24},
+        {"technique_id", "TECHNIQUE", 38},
+        {"hardware", "HARDWARE", 20},
+        {"n", "N", 4},
+        {"mean_reward", "MEAN", 8},
+        {"best_reward", "BEST", 8}}},
   };
   return columns;
 }
@@ -129,9 +137,10 @@ void add_kb_query(CLI::App* kb_command, Globals& globals, Action& action,
       kb_command->add_subcommand("query", "List rows of one kind, filtered; newest or best first");
   q->add_option("--kind", o->query.kind,
                 "What to list: states, techniques, claims, attempts, implementations, runs, "
-                "rewards (default: techniques)")
-      ->check(CLI::IsMember(
-          {"states", "techniques", "claims", "attempts", "implementations", "runs", "rewards"}));
+                "rewards, regions (reward statistics per region signature of --regions runs; "
+                "default: techniques)")
+      ->check(CLI::IsMember({"states", "techniques", "claims", "attempts", "implementations",
+                             "runs", "rewards", "regions"}));
   q->add_option("--backend", o->query.backend, "Only this backend: cuda, opencl or rvv");
   q->add_option("--state", o->query.state,
                 "Only this state and the states below it, e.g. memory-bound");
@@ -139,6 +148,9 @@ void add_kb_query(CLI::App* kb_command, Globals& globals, Action& action,
                 "Only this technique id (for techniques: ids containing this text)");
   q->add_option("--task", o->query.task, "Only this task (problem name)");
   q->add_option("--hardware", o->query.hardware, "Only this hardware, e.g. 'NVIDIA H200'");
+  q->add_option("--region", o->query.region,
+                "regions and attempts: only region signatures containing this text, e.g. "
+                "'conv2d>batchnorm2d'");
   q->add_option("--limit", o->query.limit, "At most this many rows (default 50)")
       ->check(positive_number());
   add_json_flag(q, o->query_json);

@@ -402,10 +402,25 @@ std::optional<StepRecord> Loop::step(int iteration, int step_in_iteration, int g
   update(*choice, final, scored, global);
   record =
       step_record(std::move(record), evaluations, scored, committed, verdict.has_value(), started);
+  record_region_reuse(record, *choice, scored);
   const nlohmann::json line = record.to_json();
   run_.append_step(line);
   progress_({.kind = "step", .data = line, .step = record});
   return record;
+}
+
+void Loop::record_region_reuse(StepRecord& record, const Choice& choice, const Scored& scored) {
+  if (!is_region_slot(slots_[choice.slot].id)) return;
+  record.region_reward = attempt_reward(choice, scored);
+  if (!choice.reused) return;
+  record.reused_attempt = choice.reused->id;
+  record.reuse_held = scored.correct && record.region_reward.value_or(0) > 0;
+  note(
+      fmt::format("step {}: {} retried {} where it sped up the same computation before (attempt "
+                  "{}, task {}): {}",
+                  record.global_step, slots_[choice.slot].id, choice.technique.id,
+                  choice.reused->id.substr(0, 12), choice.reused->task,
+                  *record.reuse_held ? "it held" : "it did not hold"));
 }
 
 // Operator selector -> state classifier -> technique selector. A slot with nothing left to try
@@ -421,19 +436,29 @@ std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
     if (auto graph = graph_round_choice(choice.state, selector)) return graph;
   }
   const auto all = kb_.techniques(options_.judge.backend);
-  const auto stats = kb_.reward_stats(options_.judge.backend, choice.state.state_id);
+  const auto model_stats = kb_.reward_stats(options_.judge.backend, choice.state.state_id);
   for (const std::size_t slot : slots_by_priority(slots_, OperatorSelectorConfig{})) {
-    auto eligible =
-        eligible_techniques(all, slots_[slot].id, current_, tried_, options_.techniques,
-                            backend_.traits().builtins_need_a_candidate,
-                            slots_[slot].ops.empty() ? problem_ops_ : slots_[slot].op_kinds);
+    const Slot& at = slots_[slot];
+    auto eligible = eligible_techniques(all, at.id, current_, tried_, options_.techniques,
+                                        backend_.traits().builtins_need_a_candidate,
+                                        at.ops.empty() ? problem_ops_ : at.op_kinds);
     drop_the_rounds_graph(eligible.techniques);
+    choice.slot = slot;
+    if ((choice.reused = region_reuse(at, eligible.techniques, selector))) {
+      choice.technique = *kb_.technique(*choice.reused->technique_id);
+      choice.base = eligible.base_for(choice.technique, current_);
+      return choice;
+    }
+    // A region's arms are scored on the statistics of its signature, not the whole model's.
+    const auto stats =
+        at.region_signature.empty()
+            ? model_stats
+            : kb_.region_stats(options_.judge.backend, choice.state.state_id, at.region_signature);
     const Selection selection = select_technique(
         eligible.techniques, stats, choice.state.state_id, options_.judge.backend, hardware_,
         selector, options_.judge.seed * 1000003u + static_cast<std::uint64_t>(global));
-    log_choice(global, slots_[slot].id, choice.state, selection);
+    log_choice(global, at.id, choice.state, selection);
     if (selection.technique_id.empty()) continue;
-    choice.slot = slot;
     choice.technique = *kb_.technique(selection.technique_id);
     choice.base = eligible.base_for(choice.technique, current_);
     return choice;
@@ -514,23 +539,34 @@ std::optional<CriticVerdict> Loop::ask_the_critic(const TrajectoryStep& judged) 
   return std::nullopt;
 }
 
+// The reward the KB keeps for a step. A region's gain on the model is bounded by its share, so a
+// region step is rewarded as the region's own implied speedup and kept in the statistics of its
+// signature (region_stats); a region of a run recorded before regions had signatures keeps none.
+std::optional<double> Loop::attempt_reward(const Choice& choice, const Scored& scored) const {
+  const Slot& slot = slots_[choice.slot];
+  if (!is_region_slot(slot.id)) return scored.reward;
+  if (slot.region_signature.empty()) return std::nullopt;
+  const double base_speedup = choice.base.is_reference() ? 1.0 : current_.speedup;
+  return region_reward(scored.correct, scored.speedup, base_speedup, slot.time_share);
+}
+
 // One transaction: attempts with the reward, the implementation, the critic's claims, totals.
 Loop::Committed Loop::commit(const Choice& choice, const std::vector<Evaluation>& evaluations,
                              const Scored& scored, int iteration, int step_in_iteration,
                              const std::optional<CriticVerdict>& verdict) {
   Committed committed;
   const Evaluation& final = evaluations.back();
-  // A region's gain is bounded by its share of the time: its reward would understate the
-  // technique in the whole-model statistics (keyed by the model's state), so it stays in the step
-  // record until the KB keeps statistics per region.
-  const bool counts = !is_region_slot(slots_[choice.slot].id);
+  const Slot& slot = slots_[choice.slot];
+  const std::optional<double> reward = attempt_reward(choice, scored);
   kb_.transaction([&] {
     for (std::size_t i = 0; i < evaluations.size(); ++i) {
       const bool last = i + 1 == evaluations.size();
-      committed.attempt_id = kb_.add_attempt(attempt_row(
-          evaluations[i], run_id_, task_, slots_[choice.slot].id, choice.state.state_id,
-          choice.technique.id, options_.judge.backend, hardware_, iteration, step_in_iteration,
-          last && counts ? std::optional<double>(scored.reward) : std::nullopt));
+      AttemptRow row = attempt_row(evaluations[i], run_id_, task_, slot.id, choice.state.state_id,
+                                   choice.technique.id, options_.judge.backend, hardware_,
+                                   iteration, step_in_iteration, last ? reward : std::nullopt);
+      if (!slot.region_signature.empty()) row.region = slot.region_signature;
+      if (!slot.region_key.empty()) row.region_key = slot.region_key;
+      committed.attempt_id = kb_.add_attempt(std::move(row));
     }
     rollout_.back().attempt_id = committed.attempt_id;
     if (scored.new_best) {
@@ -682,6 +718,8 @@ std::vector<Evaluation> Loop::llm_candidate(const TechniqueRow& technique, const
     actor.slot_detail = fmt::format(
         "the region of the forward's torch.fx ops {} takes {:.0f}% of the reference's time",
         fmt::join(slot.ops, ", "), slot.time_share * 100);
+    if (!slot.input_shapes.empty())
+      actor.slot_detail += fmt::format("; it reads {}", fmt::join(slot.input_shapes, ", "));
   } else if (slot.id != "model") {
     actor.slot_detail =
         fmt::format("{} takes {:.0f}% of the reference's time", slot.id, slot.time_share * 100);

@@ -52,6 +52,8 @@ class Loop {
     Classification state;
     TechniqueRow technique;
     optimize_detail::Base base;  // what the technique is applied to
+    // A region step retrying what sped up the same computation before: that attempt.
+    std::optional<AttemptRow> reused;
   };
   struct Scored {
     bool correct = false;
@@ -85,12 +87,17 @@ class Loop {
   std::optional<StepRecord> step(int iteration, int step_in_iteration, int global, bool& stop,
                                  std::string& stop_reason);
   std::optional<Choice> choose(int global, std::string& why_none);
+  std::optional<AttemptRow> region_reuse(const Slot& slot,
+                                         const std::vector<TechniqueRow>& eligible,
+                                         const SelectorConfig& selector) const;
   std::vector<optimize_detail::Evaluation> produce(const Choice& choice, int global);
   Scored score(const optimize_detail::Evaluation& final) const;
   TrajectoryStep trajectory_step(int global, const Choice& choice,
                                  const optimize_detail::Evaluation& final,
                                  const Scored& scored) const;
   std::optional<CriticVerdict> ask_the_critic(const TrajectoryStep& judged);
+  std::optional<double> attempt_reward(const Choice& choice, const Scored& scored) const;
+  void record_region_reuse(StepRecord& record, const Choice& choice, const Scored& scored);
   Committed commit(const Choice& choice,
                    const std::vector<optimize_detail::Evaluation>& evaluations,
                    const Scored& scored, int iteration, int step_in_iteration,

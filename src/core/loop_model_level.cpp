@@ -54,12 +54,33 @@ void Loop::add_region_slots() {
   }
   std::string listed;
   for (const auto& window : regions->windows) {
-    slots_.push_back({window.slot_id(), window.share, 0, 0, window.ops, window.op_kinds});
+    slots_.push_back({window.slot_id(), window.share, 0, 0, window.ops, window.op_kinds,
+                      window.signature, window.key, window.input_shapes});
     listed += fmt::format("{}{} ({:.0f}%)", listed.empty() ? "" : ", ", window.slot_id(),
                           window.share * 100);
   }
   note(fmt::format("--regions: {} region window{}{}{}", regions->windows.size(),
                    regions->windows.size() == 1 ? "" : "s", listed.empty() ? "" : ": ", listed));
+}
+
+// Where the same computation (the region's exact key) was made faster before on this backend and
+// hardware, in this run or an earlier one, by a built-in that may still be applied here: the best
+// such attempt, whose technique the region tries first. (An LLM's region candidate is a whole
+// model file, so only built-ins carry over.)
+std::optional<AttemptRow> Loop::region_reuse(const Slot& slot,
+                                             const std::vector<TechniqueRow>& eligible,
+                                             const SelectorConfig& selector) const {
+  if (slot.region_key.empty()) return std::nullopt;
+  for (auto& attempt : kb_.verified_regions(slot.region_key, options_.judge.backend, hardware_)) {
+    const auto technique = std::find_if(eligible.begin(), eligible.end(), [&](const auto& t) {
+      return t.id == *attempt.technique_id;
+    });
+    if (technique == eligible.end() || technique->implementer != "builtin" ||
+        !technique_unavailable(*technique, options_.judge.backend, selector).empty())
+      continue;
+    return std::move(attempt);
+  }
+  return std::nullopt;
 }
 
 // The round's CUDA-graph built-in where the technique selector would allow it

@@ -46,8 +46,9 @@ std::string state_match(const std::string& column, const std::string& param) {
 }
 
 const std::set<std::string>& query_kinds() {
-  static const std::set<std::string> kinds = {"states",          "techniques", "claims", "attempts",
-                                              "implementations", "runs",       "rewards"};
+  static const std::set<std::string> kinds = {"states",   "techniques",      "claims",
+                                              "attempts", "implementations", "runs",
+                                              "rewards",  "regions"};
   return kinds;
 }
 
@@ -108,6 +109,34 @@ std::vector<RewardStat> KnowledgeBase::reward_stats(const std::string& backend,
     rows.push_back({stmt.get_text(0), stmt.get_text(1), stmt.get_text(2), stmt.get_text(3),
                     stmt.get_int(4), stmt.get_double(5), stmt.get_double(6), stmt.get_double(7)});
   }
+  return rows;
+}
+
+std::vector<RewardStat> KnowledgeBase::region_stats(const std::string& backend,
+                                                    const std::string& state_id,
+                                                    const std::string& region) const {
+  auto stmt = db_->prepare(
+      "SELECT state_id, technique_id, backend, hardware, n, sum_reward, sum_sq_reward, "
+      "best_reward FROM region_stats WHERE backend = ?1 AND state_id = ?2 AND region = ?3");
+  stmt.bind(1, backend).bind(2, state_id).bind(3, region);
+  std::vector<RewardStat> rows;
+  while (stmt.step()) {
+    rows.push_back({stmt.get_text(0), stmt.get_text(1), stmt.get_text(2), stmt.get_text(3),
+                    stmt.get_int(4), stmt.get_double(5), stmt.get_double(6), stmt.get_double(7)});
+  }
+  return rows;
+}
+
+std::vector<AttemptRow> KnowledgeBase::verified_regions(const std::string& region_key,
+                                                        const std::string& backend,
+                                                        const std::string& hardware) const {
+  auto stmt = db_->prepare(
+      "SELECT * FROM attempts WHERE region_key = ?1 AND backend = ?2 AND hardware = ?3 AND "
+      "outcome = 'correct' AND reward > 0 AND technique_id IS NOT NULL "
+      "ORDER BY reward DESC, created_at, id");
+  stmt.bind(1, region_key).bind(2, backend).bind(3, hardware);
+  std::vector<AttemptRow> rows;
+  while (stmt.step()) rows.push_back(kb::attempt_from(stmt));
   return rows;
 }
 
@@ -187,8 +216,9 @@ nlohmann::json KnowledgeBase::query(const KbQuery& q) const {
     select =
         "SELECT id, created_at, task, slot, state_id, technique_id, backend, hardware, outcome, "
         "speedup, reward, time_ms, baseline_ms, tokens, iteration, step, run_id, candidate_hash, "
-        "error FROM attempts";
+        "error, region, region_key FROM attempts";
     where.add(q.task, "task = " + where.next());
+    where.add(q.region, "instr(region, " + where.next() + ") > 0");
     where.add(q.backend, "backend = " + where.next());
     where.add(q.state, state_match("state_id", where.next()));
     where.add(q.technique, "technique_id = " + where.next());
@@ -211,6 +241,16 @@ nlohmann::json KnowledgeBase::query(const KbQuery& q) const {
     where.add(q.backend, "backend = " + where.next());
     where.add(q.hardware, "hardware = " + where.next());
     order = " ORDER BY started_at DESC, id";
+  } else if (q.kind == "regions") {
+    select =
+        "SELECT region, state_id, technique_id, backend, hardware, n, sum_reward / n AS "
+        "mean_reward, best_reward, last_at FROM region_stats";
+    where.add(q.region, "instr(region, " + where.next() + ") > 0");
+    where.add(q.backend, "backend = " + where.next());
+    where.add(q.state, state_match("state_id", where.next()));
+    where.add(q.technique, "technique_id = " + where.next());
+    where.add(q.hardware, "hardware = " + where.next());
+    order = " ORDER BY region, mean_reward DESC, state_id, technique_id";
   } else {  // rewards
     select =
         "SELECT state_id, technique_id, backend, hardware, n, sum_reward / n AS mean_reward, "
@@ -312,8 +352,10 @@ KbStats KnowledgeBase::stats() const {
         std::string(table.name),
         db_->scalar_int("SELECT count(*) FROM " + std::string(table.name)));
   }
-  stats.rows_per_table.emplace_back("reward_stats",
-                                    db_->scalar_int("SELECT count(*) FROM reward_stats"));
+  for (const char* derived : {"reward_stats", "region_stats"}) {
+    stats.rows_per_table.emplace_back(
+        derived, db_->scalar_int(std::string("SELECT count(*) FROM ") + derived));
+  }
   std::error_code ec;
   stats.file_bytes = std::filesystem::file_size(path_, ec);
   if (ec) stats.file_bytes = 0;

@@ -41,25 +41,30 @@ class Columns {
 }  // namespace
 
 nlohmann::json to_json(const AttemptRow& r) {
-  return {{"id", r.id},
-          {"run_id", opt(r.run_id)},
-          {"task", r.task},
-          {"slot", r.slot},
-          {"state_id", opt(r.state_id)},
-          {"technique_id", opt(r.technique_id)},
-          {"backend", r.backend},
-          {"hardware", r.hardware},
-          {"iteration", opt(r.iteration)},
-          {"step", opt(r.step)},
-          {"candidate_hash", opt(r.candidate_hash)},
-          {"outcome", r.outcome},
-          {"error", opt(r.error)},
-          {"time_ms", opt(r.time_ms)},
-          {"baseline_ms", opt(r.baseline_ms)},
-          {"speedup", opt(r.speedup)},
-          {"reward", opt(r.reward)},
-          {"tokens", r.tokens},
-          {"created_at", r.created_at}};
+  nlohmann::json j = {{"id", r.id},
+                      {"run_id", opt(r.run_id)},
+                      {"task", r.task},
+                      {"slot", r.slot},
+                      {"state_id", opt(r.state_id)},
+                      {"technique_id", opt(r.technique_id)},
+                      {"backend", r.backend},
+                      {"hardware", r.hardware},
+                      {"iteration", opt(r.iteration)},
+                      {"step", opt(r.step)},
+                      {"candidate_hash", opt(r.candidate_hash)},
+                      {"outcome", r.outcome},
+                      {"error", opt(r.error)},
+                      {"time_ms", opt(r.time_ms)},
+                      {"baseline_ms", opt(r.baseline_ms)},
+                      {"speedup", opt(r.speedup)},
+                      {"reward", opt(r.reward)},
+                      {"tokens", r.tokens},
+                      {"created_at", r.created_at}};
+  // Absent rather than null outside regions, so that a whole-model attempt's content id is what
+  // it was before regions were recorded.
+  if (r.region) j["region"] = *r.region;
+  if (r.region_key) j["region_key"] = *r.region_key;
+  return j;
 }
 
 nlohmann::json to_json(const ImplementationRow& r) {
@@ -131,6 +136,8 @@ AttemptRow attempt_from(const sql::Stmt& stmt) {
   row.reward = c.opt_double("reward");
   row.tokens = c.integer("tokens");
   row.created_at = c.text("created_at");
+  row.region = c.opt_text("region");
+  row.region_key = c.opt_text("region_key");
   return row;
 }
 

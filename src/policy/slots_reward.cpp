@@ -31,4 +31,15 @@ double step_reward(bool correct, std::optional<double> speedup, double best_befo
   return std::log(*speedup / best_before);
 }
 
+double region_reward(bool correct, std::optional<double> speedup, double base_speedup, double share,
+                     double failure_reward, double max_region_speedup) {
+  const double whole = step_reward(correct, speedup, base_speedup, failure_reward);
+  if (!correct || !speedup || *speedup <= 0 || base_speedup <= 0 || share <= 0 || share > 1)
+    return whole;
+  const double time_after = base_speedup / *speedup;  // of the base's time
+  const double region_after = share - (1.0 - time_after);
+  if (region_after <= share / max_region_speedup) return std::log(max_region_speedup);
+  return std::log(std::max(share / region_after, 1.0 / max_region_speedup));
+}
+
 }  // namespace mblast

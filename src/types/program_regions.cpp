@@ -56,6 +56,9 @@ ProgramRegions ProgramRegions::from_json(const nlohmann::json& object) {
     window.inputs = read_lenient_strings(w, "inputs");
     window.outputs = read_lenient_strings(w, "outputs");
     window.op_kinds = read_lenient_strings(w, "op_kinds");
+    read_lenient(w, "signature", window.signature);
+    read_lenient(w, "key", window.key);
+    window.input_shapes = read_lenient_strings(w, "input_shapes");
     if (window.op_kinds.empty()) {
       for (const auto& op : window.ops) {
         if (const auto it = kinds.find(op); it != kinds.end())
@@ -74,7 +77,10 @@ nlohmann::json ProgramRegions::to_json() const {
                       {"share", w.share},
                       {"inputs", w.inputs},
                       {"outputs", w.outputs},
-                      {"op_kinds", w.op_kinds}});
+                      {"op_kinds", w.op_kinds},
+                      {"signature", w.signature},
+                      {"key", w.key},
+                      {"input_shapes", w.input_shapes}});
   }
   nlohmann::json j = {{"captured", captured}, {"windows", listed}};
   if (!failure.empty()) j["failure"] = failure;

@@ -38,6 +38,9 @@ json StepRecord::to_json() const {
   line["speedup"] = optional_json(speedup);
   line["eager_ms"] = optional_json(eager_ms);
   line["reward"] = reward;
+  if (region_reward) line["region_reward"] = *region_reward;
+  if (reused_attempt) line["reused_attempt"] = *reused_attempt;
+  if (reuse_held) line["reuse_held"] = *reuse_held;
   line["improved"] = improved;
   line["new_best_candidate"] = new_best_candidate;
   if (selection_note) line["selection_note"] = *selection_note;
@@ -84,6 +87,9 @@ StepRecord StepRecord::from_json(const json& line) {
   read_lenient(line, "speedup", r.speedup);
   read_lenient(line, "eager_ms", r.eager_ms);
   read_lenient(line, "reward", r.reward);
+  read_lenient(line, "region_reward", r.region_reward);
+  read_lenient(line, "reused_attempt", r.reused_attempt);
+  read_lenient(line, "reuse_held", r.reuse_held);
   read_lenient(line, "improved", r.improved);
   read_lenient(line, "new_best_candidate", r.new_best_candidate);
   read_lenient(line, "selection_note", r.selection_note);

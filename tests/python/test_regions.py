@@ -148,6 +148,7 @@ def test_the_command_line_prints_the_graph_and_windows_of_a_problem() -> None:
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["captured"] is True and result["ops"] and result["windows_recompose"] is True
+    assert all(w["signature"].startswith(w["kinds"] + "|") and len(w["key"]) == 16 for w in result["windows"])
     assert abs(sum(op["share"] for op in result["ops"]) - 1.0) < 1e-6
     missing = subprocess.run([sys.executable, "-m", "mblast_regions", str(Path(PROBLEMS / "no_such.py"))],
                              env=worker_env(), capture_output=True, text=True, timeout=120)
@@ -188,3 +189,40 @@ def test_a_region_that_is_no_window_of_the_traced_graph_is_refused_with_its_name
         window_of(traced, ["exp", "cos"])
     window = window_of(traced, ["cos", "neg", "add"])
     assert window.inputs == ["x", "exp"] and window.outputs == ["add"]
+
+
+class TwoSameBlocks(nn.Module):
+    """Two blocks of the same configuration at the same shapes, then one at another width."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(4, 4, 3, padding=1)
+        self.b = nn.Conv2d(4, 4, 3, padding=1)
+        self.c = nn.Conv2d(4, 8, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.a(x))
+        y = torch.relu(self.b(y))
+        return torch.relu(self.c(y))
+
+
+def test_the_same_computation_at_the_same_shapes_has_one_key_and_another_width_another() -> None:
+    from mblast_regions.identity import region_identity
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 4, 16, 16)
+    captured = capture(TwoSameBlocks().eval(), [x])
+    assert captured.module is not None
+    blocks = [window_of(captured.module, ops) for ops in (["a", "relu"], ["b", "relu_1"], ["c", "relu_2"])]
+    a, b, c = (region_identity(captured.module, w) for w in blocks)
+    assert a["key"] == b["key"]  # other weights, same computation
+    assert c["key"] != a["key"]
+    assert a["kinds"] == "conv2d>relu" and a["signature"] == f"conv2d>relu|{a['shape_class']}"
+    # 2*4*16*16 floats read and as many written: 16 KiB, in the class from 2^12 bytes.
+    assert a["shape_class"] == "float32:2^12B"
+    assert a["input_shapes"] == ["float32[2,4,16,16]"]
+    # The same block at another batch is another computation, in the same class here.
+    bigger = capture(TwoSameBlocks().eval(), [torch.randn(3, 4, 16, 16)])
+    assert bigger.module is not None
+    other = region_identity(bigger.module, window_of(bigger.module, ["a", "relu"]))
+    assert other["key"] != a["key"] and other["signature"] == a["signature"]

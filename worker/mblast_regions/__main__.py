@@ -13,6 +13,7 @@ from mblast_worker.loader import call_input_fn, construct, load_problem
 
 from .extract import outputs_of, region_module, replace_region, same_values
 from .graph import capture
+from .identity import region_identity
 from .timing import op_times, time_shares
 from .windows import region_windows
 
@@ -39,7 +40,7 @@ def regions_of(path: str, device_name: str, seed: int = 0) -> Dict[str, Any]:
     for op in ops:
         op["share"] = shares.get(op["name"], 0.0)
     return {"captured": True, "inputs": captured.graph.inputs, "outputs": captured.graph.outputs, "ops": ops,
-            "windows": [w.to_json() for w in windows], "windows_recompose": all(checks)}
+            "windows": [{**w.to_json(), **region_identity(module, w)} for w in windows], "windows_recompose": all(checks)}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
