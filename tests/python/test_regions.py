@@ -185,7 +185,7 @@ def test_a_region_that_is_no_window_of_the_traced_graph_is_refused_with_its_name
         model_with_region(model, Residual.forward, ["conv1", "conv2"], lambda m: m)
     traced = capture(TwoBranches(), _inputs()).module
     assert traced is not None
-    with pytest.raises(ValueError, match="not connected: cos reads none of the ops before it"):
+    with pytest.raises(ValueError, match="not connected: cos neither read nor are read by exp"):
         window_of(traced, ["exp", "cos"])
     window = window_of(traced, ["cos", "neg", "add"])
     assert window.inputs == ["x", "exp"] and window.outputs == ["add"]
@@ -226,3 +226,46 @@ def test_the_same_computation_at_the_same_shapes_has_one_key_and_another_width_a
     assert bigger.module is not None
     other = region_identity(bigger.module, window_of(bigger.module, ["a", "relu"]))
     assert other["key"] != a["key"] and other["signature"] == a["signature"]
+
+
+class ShortcutBlock(nn.Module):
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.shortcut = nn.Conv2d(channels, channels, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv2(torch.relu(self.conv1(x)))
+        return torch.relu(y + self.shortcut(x))
+
+
+class TwoBlocks(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 4, 1)
+        self.blocks = nn.Sequential(ShortcutBlock(4), ShortcutBlock(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.blocks(self.stem(x)).mean()
+
+
+def test_each_block_with_its_shortcut_is_one_window_and_repeated_blocks_share_a_key() -> None:
+    from mblast_regions.identity import region_identity
+
+    captured = capture(TwoBlocks().eval(), [torch.randn(2, 3, 8, 8)])
+    assert captured.module is not None and captured.graph is not None
+    # Shares that would close a window of the model's own ops after every op.
+    shares = {op.name: 0.9 / len(captured.graph.ops) for op in captured.graph.ops}
+    windows = region_windows(captured.graph, shares, target_share=0.01, min_share=0.0)
+    by_first = {w.ops[0]: w for w in windows}
+    first, second = by_first["blocks_0_conv1"], by_first["blocks_1_conv1"]
+    # The shortcut reads the block's input, not an op before it: still the block's.
+    assert first.ops == ["blocks_0_conv1", "relu", "blocks_0_conv2", "blocks_0_shortcut", "add", "relu_1"]
+    assert len(second.ops) == 6
+    assert region_identity(captured.module, first)["key"] == region_identity(captured.module, second)["key"]
+    assert by_first["stem"].ops == ["stem"] and by_first["mean"].ops == ["mean"]
+    # Cut out and put back, a block computes what the model does.
+    x = torch.randn(2, 3, 8, 8)
+    assert same_outputs(captured.module, replace_region(captured.module, first, region_module(captured.module, first)),
+                        [x])

@@ -40,7 +40,8 @@ def reads(node: Node) -> List[str]:
 def make_window(ops: Sequence[str], order: Sequence[Tuple[str, Sequence[str]]], returned: Sequence[str],
                 share: float = 0.0) -> Window:
     """The window of `ops` in a graph given as its ops in order, each with what it reads, and the names
-    it returns. The ops must be consecutive, each after the first reading one before it."""
+    it returns. The ops must be consecutive and connected (each joined to the first through values
+    one reads from another, in either direction: a block's shortcut branch is part of the block)."""
     if not ops:
         raise ValueError("a window needs at least one op")
     position = {name: i for i, (name, _) in enumerate(order)}
@@ -53,9 +54,10 @@ def make_window(ops: Sequence[str], order: Sequence[Tuple[str, Sequence[str]]], 
         raise ValueError(f"the ops {', '.join(ops)} are not consecutive in the traced graph (its ops from {ops[0]}: "
                          + ", ".join(name for name, _ in order[first:first + len(ops) + 1]) + ")")
     inside = set(ops)
-    for i, name in enumerate(ops[1:], 1):
-        if not set(order[first + i][1]) & set(ops[:i]):
-            raise ValueError(f"the ops {', '.join(ops)} are not connected: {name} reads none of the ops before it")
+    apart = disconnected_ops(ops, {name: names for name, names in order[first:first + len(ops)]})
+    if apart:
+        raise ValueError(f"the ops {', '.join(ops)} are not connected: {', '.join(apart)} neither read "
+                         f"nor are read by {ops[0]} and the ops joined to it")
     inputs: List[str] = []
     for _, names in order[first:first + len(ops)]:
         for read in names:
@@ -63,6 +65,22 @@ def make_window(ops: Sequence[str], order: Sequence[Tuple[str, Sequence[str]]], 
                 inputs.append(read)
     read_later = {read for _, names in order[first + len(ops):] for read in names} | set(returned)
     return Window(list(ops), share, inputs, [name for name in ops if name in read_later])
+
+
+def disconnected_ops(ops: Sequence[str], reads_of: Dict[str, Sequence[str]]) -> List[str]:
+    """The ops not joined to the first through reads inside the window, in order."""
+    neighbours: Dict[str, set] = {name: set() for name in ops}
+    for name in ops:
+        for read in reads_of.get(name, ()):
+            if read in neighbours:
+                neighbours[name].add(read)
+                neighbours[read].add(name)
+    joined, frontier = {ops[0]}, [ops[0]]
+    while frontier:
+        for other in neighbours[frontier.pop()] - joined:
+            joined.add(other)
+            frontier.append(other)
+    return [name for name in ops if name not in joined]
 
 
 def window_of(module: GraphModule, ops: Sequence[str]) -> Window:

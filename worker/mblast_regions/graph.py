@@ -4,7 +4,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 import torch
-from torch.fx import GraphModule, Node, symbolic_trace
+from torch.fx import GraphModule, Node, Tracer
 from torch.fx.passes.shape_prop import ShapeProp
 
 from .cut import OP_KINDS, nodes_in, reads
@@ -19,6 +19,7 @@ class OpNode:
     reads: List[str]  # the ops and graph inputs it reads, in argument order
     shape: Optional[List[int]] = None  # of its output, where that is one tensor
     dtype: Optional[str] = None
+    owner: str = ""  # the path of the submodule whose forward calls it ("layer1.0"; "" the model's)
 
 
 @dataclass
@@ -44,12 +45,39 @@ class Capture:
     failure: Optional[str] = None  # why the model could not be captured: the run keeps it whole
 
 
+class _OwnerTracer(Tracer):
+    """symbolic_trace's tracer that also notes on every node the path of the module whose forward
+    made it (what later PyTorch keeps as nn_module_stack; 1.13 does not)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._paths = [""]
+
+    def call_module(self, m: torch.nn.Module, forward: Any, args: Any, kwargs: Any) -> Any:
+        self._paths.append(self.path_of_module(m))
+        try:
+            return super().call_module(m, forward, args, kwargs)
+        finally:
+            self._paths.pop()
+
+    def create_node(self, *args: Any, **kwargs: Any) -> Node:
+        node = super().create_node(*args, **kwargs)
+        node.meta["mblast_owner"] = self._paths[-1]
+        return node
+
+
+def _trace(model: torch.nn.Module) -> GraphModule:
+    tracer = _OwnerTracer()
+    graph = tracer.trace(model)
+    return GraphModule(tracer.root, graph, type(model).__name__)
+
+
 def capture(model: torch.nn.Module, example_inputs: Sequence[Any]) -> Capture:
     """Traces the model symbolically and propagates the example inputs for shapes. A model whose
     control flow depends on its values, or that calls what the tracer cannot follow, is no graph:
     the failure says why."""
     try:
-        module = symbolic_trace(model)
+        module = _trace(model)
     except Exception as exc:  # noqa: BLE001 - any tracing error means: keep the model whole
         return Capture(None, None, f"torch.fx could not trace the model: {type(exc).__name__}: {exc}")
     try:
@@ -86,4 +114,8 @@ def _op_node(module: GraphModule, node: Node) -> OpNode:
     meta = node.meta.get("tensor_meta")
     shape = list(meta.shape) if meta is not None and hasattr(meta, "shape") else None
     dtype = str(meta.dtype).replace("torch.", "") if meta is not None and hasattr(meta, "dtype") else None
-    return OpNode(node.name, OP_KINDS[node.op], target, op_type, reads(node), shape, dtype)
+    if node.op == "call_module":  # a leaf module's own call is made inside it: its parent owns it
+        owner = target.rpartition(".")[0]
+    else:
+        owner = str(node.meta.get("mblast_owner", ""))
+    return OpNode(node.name, OP_KINDS[node.op], target, op_type, reads(node), shape, dtype, owner)
