@@ -708,7 +708,8 @@ TEST_F(Eligibility, ARegionSlotTakesRegionBuiltinsOnTheReference) {
     if (t.implementer == "builtin") ids.insert(t.id);
   }
   EXPECT_EQ(ids,
-            (std::set<std::string>{"cuda/builtin-torch-compile", "cuda/builtin-cudnn-benchmark"}));
+            (std::set<std::string>{"cuda/builtin-torch-compile", "cuda/builtin-cudnn-benchmark",
+                                   "cuda/builtin-channels-last"}));
   EXPECT_EQ(chosen.base_for(*kb.technique("cuda/builtin-torch-compile"), current).file,
             "reference.py");
   // Tried in the region: not again there, still for the whole model.

@@ -39,7 +39,8 @@ call (after the judge has moved it and loaded the weights), cuts out the region'
 each reading one before it, named as `mblast regions` names them) and calls the traced graph with
 the region wrapped, through mblast_regions/cut.py, whose source the candidate embeds. The region
 transforms: torch_compile, torch_compile_max_autotune, torch_compile_max_autotune_cd (the region
-compiled, with the whole-model modes) and cudnn_benchmark (around the region's call); one at a time.
+compiled, with the whole-model modes), cudnn_benchmark (around the region's call) and channels_last
+(the region's weights and 4-D inputs in NHWC, its outputs back in the usual layout); one at a time.
 Whether the ops are in the graph is known only once the model is built: a candidate whose ops are not
 raises a ValueError naming them at its first call, which the judge reports. What can be known from
 the files is checked here: the transform takes a region, the ops are distinct names, and over a
@@ -276,13 +277,41 @@ _wrap_region = _CudnnBenchmarkRegion
 def _wrap_region(region):
     return torch.compile(region{mode})
 ''',
+    "channels_last": '''
+
+def _channels_last(x):
+    return x.contiguous(memory_format=torch.channels_last) if isinstance(x, torch.Tensor) and x.dim() == 4 else x
+
+
+def _contiguous(value):
+    if isinstance(value, torch.Tensor):
+        return value.contiguous()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_contiguous(v) for v in value)
+    return value
+
+
+class _ChannelsLastRegion(torch.nn.Module):
+    """The region's weights and 4-D inputs in NHWC; what it returns in the usual layout, so the rest of
+    the model runs as it did."""
+
+    def __init__(self, region):
+        super().__init__()
+        self.region = region.to(memory_format=torch.channels_last)
+
+    def forward(self, *inputs):
+        return _contiguous(self.region(*[_channels_last(x) for x in inputs]))
+
+
+_wrap_region = _ChannelsLastRegion
+''',
 }
 
 # The model with its region wrapped, made at the first call (_traced_once_model).
 _REGION_MODEL = _traced_once_model(
     "regioned", '_cut["model_with_region"](self, super().forward, _REGION_OPS, _wrap_region)', "regioned(*inputs)")
 
-REGION_TRANSFORMS = tuple(sorted({"cudnn_benchmark"} | set(_COMPILE_MODES)))
+REGION_TRANSFORMS = tuple(sorted({"channels_last", "cudnn_benchmark"} | set(_COMPILE_MODES)))
 
 
 def _body(transform: str) -> str:

@@ -231,6 +231,22 @@ def test_a_region_candidate_computes_what_the_model_does_with_cudnn_tuning_in_th
     assert "_mblast_regioned" not in model.__dict__ and torch.equal(model(x), reference.eval()(x))
 
 
+def test_a_channels_last_region_runs_its_convolution_in_nhwc_and_the_rest_as_it_was() -> None:
+    source = make_region_candidate(RESIDUAL, "channels_last", ["conv2", "add"], False)
+    reference = _reference(_load(RESIDUAL))
+    model = _load(source)["ModelNew"](4, 6, 5)
+    model.load_state_dict(reference.state_dict())
+    seen: dict = {}
+    for name in ("conv1", "conv2"):
+        getattr(model, name).register_forward_hook(lambda module, args, out, name=name: seen.__setitem__(
+            name, args[0].is_contiguous(memory_format=torch.channels_last) and args[0].stride(1) == 1))
+    x = torch.randn(2, 4, 6, 6)
+    assert torch.allclose(model(x), reference(x), atol=1e-6)
+    assert seen == {"conv1": False, "conv2": True}
+    assert model.conv2.weight.is_contiguous(memory_format=torch.channels_last)
+    assert model.conv1.weight.is_contiguous()
+
+
 def test_a_region_not_in_the_traced_graph_fails_at_the_first_call_naming_it() -> None:
     model = _load(make_region_candidate(RESIDUAL, "cudnn_benchmark", ["relu", "conv9"], False))["ModelNew"](4, 6, 5)
     with pytest.raises(ValueError, match="no op named conv9"):
@@ -299,11 +315,11 @@ def test_a_region_transform_over_a_candidate_wraps_its_model_new(tmp_path: Path)
 
 
 def test_what_cannot_make_a_working_region_candidate_is_refused(tmp_path: Path) -> None:
-    assert set(REGION_TRANSFORMS) == {"cudnn_benchmark", "torch_compile", "torch_compile_max_autotune",
+    assert set(REGION_TRANSFORMS) == {"channels_last", "cudnn_benchmark", "torch_compile", "torch_compile_max_autotune",
                                       "torch_compile_max_autotune_cd"}
     path = tmp_path / "problem.py"
     path.write_text(RESIDUAL)
-    refused = {"cuda_graph": "'cuda_graph' takes no region; the transforms that take a region: cudnn_benchmark, ",
+    refused = {"cuda_graph": "'cuda_graph' takes no region; the transforms that take a region: channels_last, cudnn_benchmark, ",
                "cuda_graph+torch_compile": "'cuda_graph' takes no region",
                "cudnn_benchmark+warp_drive": "unknown built-in transform 'warp_drive'",
                "warp_drive": "'warp_drive' takes no region"}
