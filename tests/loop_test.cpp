@@ -871,6 +871,35 @@ TEST_F(LoopTest, ARegionFirstRetriesWhatSpedUpTheSameComputationInAnEarlierTask)
   EXPECT_EQ((*region_step)["reuse_held"], true);
 }
 
+// The actor working on a region is told its ops, its share and the shapes it reads.
+TEST_F(LoopTest, TheActorOfARegionStepGetsTheShapesTheRegionReads) {
+  backend_.regions = signed_windows("k1", 0.9);
+  auto o = options(2);
+  o.techniques = {"cuda/fuse-elementwise-into-producer"};
+  o.regions = true;
+  const std::string answer = "```python file=model_new.py\nclass ModelNew: pass\n```";
+  auto actor = std::make_unique<FakeLlm>(std::deque<std::string>{answer, answer});
+  std::vector<std::string> prompts;
+  actor->during = [&](const LlmRequest& request) {
+    std::string text;
+    for (const auto& message : request.messages) text += message.content;
+    prompts.push_back(text);
+  };
+  optimize_detail::Agents agents;
+  agents.description = "fake";
+  agents.actor = std::move(actor);
+  run(o, agents);
+  const auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 2u);
+  ASSERT_EQ(steps[1]["slot"], "region:conv1..relu");
+  ASSERT_EQ(prompts.size(), 2u);
+  EXPECT_EQ(prompts[0].find("it reads float32[2,3,8,8]"), std::string::npos);  // the whole model
+  EXPECT_NE(prompts[1].find("conv1, relu takes 90% of the reference's time; it reads "
+                            "float32[2,3,8,8]"),
+            std::string::npos)
+      << prompts[1];
+}
+
 // A built-in that needs certain ops (cuDNN autotuning: a convolution) goes only to the regions
 // that hold them.
 TEST_F(LoopTest, ARegionBuiltinGoesOnlyWhereItsOpsAre) {
