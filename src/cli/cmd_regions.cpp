@@ -16,9 +16,12 @@ namespace {
 
 constexpr const char* kFooter = R"(
 The Model is traced with torch.fx and run op by op on its example inputs (get_inputs) to measure
-each op's time. A window is a run of consecutive ops in which each op reads one before it; it
-closes at a quarter of the time or eight ops, and windows under 5 % of the time are left to the
-rest of the model. A model the tracer cannot follow (control flow on values) is reported with the
+each op's time. A window is a run of consecutive, connected ops: the ops of one block of the
+model (a submodule's forward, a residual block with its shortcut, up to twelve ops), or of the
+model's own ops between blocks, closed at a quarter of the time or eight ops; windows under 5 % of
+the time are left to the rest of the model. Each window shows its signature (op kinds and size
+class: its reward statistics are kept per signature) and its key, equal wherever the same
+computation at the same shapes repeats. A model the tracer cannot follow (control flow on values) is reported with the
 reason; the optimizer then keeps it whole. The problem's own code runs here in a plain Python
 process, outside the judge's sandbox: give it problems you trust.)";
 
@@ -54,6 +57,9 @@ void print_regions(const RegionsCommand& c, const nlohmann::json& r) {
                              names.size() == 1 ? "" : "s",
                              fmt::join(w.at("inputs").get<std::vector<std::string>>(), ", "),
                              fmt::join(w.at("outputs").get<std::vector<std::string>>(), ", "));
+    if (w.contains("signature"))
+      std::cout << fmt::format("      {}  key {}\n", w.value("signature", std::string()),
+                               w.value("key", std::string()));
   }
   std::cout << "ops:\n";
   for (const auto& op : ops) {
