@@ -822,6 +822,11 @@ TEST_F(LoopTest, RegionStepsAreRewardedAsTheRegionAndKeptPerSignature) {
   const double region = std::log(0.6 / (0.6 - (1 - 1 / 1.2)));
   EXPECT_NEAR(steps[1]["region_reward"].get<double>(), region, 1e-9);
   EXPECT_FALSE(steps[0].contains("region_reward"));
+  // Each decision names the statistics it was scored on.
+  EXPECT_EQ(steps[0]["decision"]["statistics"], "model");
+  EXPECT_EQ(steps[1]["decision"]["by"], "ucb");
+  EXPECT_EQ(steps[1]["decision"]["statistics"], kConvRegion);
+  EXPECT_EQ(steps[1]["decision"]["n_local"], 0);  // no region of this signature was tried before
   KnowledgeBase kb(dir_ / "kb.sqlite");
   std::int64_t model_attempts = 0;
   for (const auto& stat : kb.reward_stats("cuda")) model_attempts += stat.n;
@@ -869,6 +874,7 @@ TEST_F(LoopTest, ARegionFirstRetriesWhatSpedUpTheSameComputationInAnEarlierTask)
   EXPECT_EQ((*region_step)["technique"], "cuda/builtin-torch-compile");
   EXPECT_EQ((*region_step)["reused_attempt"], verified);
   EXPECT_EQ((*region_step)["reuse_held"], true);
+  EXPECT_EQ((*region_step)["decision"]["by"], "region reuse");
 }
 
 // The actor working on a region is told its ops, its share and the shapes it reads.
@@ -888,12 +894,21 @@ TEST_F(LoopTest, TheActorOfARegionStepGetsTheShapesTheRegionReads) {
   optimize_detail::Agents agents;
   agents.description = "fake";
   agents.actor = std::move(actor);
+  std::string claim;
+  {
+    KnowledgeBase kb(o.kb);
+    claim = kb.add_claim({.text = "Fusing the tail pays on a fake GPU",
+                          .technique_id = "cuda/fuse-elementwise-into-producer",
+                          .backend = "cuda"});
+  }
   run(o, agents);
   const auto steps = run_dir().steps();
   ASSERT_EQ(steps.size(), 2u);
   ASSERT_EQ(steps[1]["slot"], "region:conv1..relu");
   ASSERT_EQ(prompts.size(), 2u);
   EXPECT_EQ(prompts[0].find("it reads float32[2,3,8,8]"), std::string::npos);  // the whole model
+  // The claim in the KB was shown to the actor, and the step names it.
+  EXPECT_EQ(steps[0]["claims_shown"], nlohmann::json::array({claim}));
   EXPECT_NE(prompts[1].find("conv1, relu takes 90% of the reference's time; it reads "
                             "float32[2,3,8,8]"),
             std::string::npos)
@@ -928,6 +943,7 @@ TEST_F(LoopTest, AfterALegalGraphRoundBuiltinsAreJudgedInsideAGraph) {
   ASSERT_EQ(steps.size(), 2u);
   EXPECT_EQ(steps[0]["technique"], "cuda/builtin-cuda-graph");
   EXPECT_EQ(steps[0]["inner"], steps[0]["base"]);  // the graph wrapped the reference
+  EXPECT_EQ(steps[0]["decision"]["by"], "graph-first round");
   EXPECT_NE(steps[1]["candidate"].get<std::string>().find("+cuda_graph"), std::string::npos);
   EXPECT_NE(steps[1]["inner"].get<std::string>().find("-inner-"), std::string::npos);
   EXPECT_EQ(backend_.judged.back().rfind("# transform ", 0), 0u);

@@ -18,6 +18,12 @@ StepRecord full_record() {
   r.state_evidence = "kernel_count = 110 (>= 8)";
   r.technique = "cuda/builtin-cuda-graph";
   r.implementer = "builtin";
+  r.decided_by = "ucb";
+  r.arm = ArmEvidence{"conv2d>relu|float32:2^20B", 2, 0.5, 0.3, 0.2};
+  r.claims_shown = {"c1", "c2"};
+  r.region_reward = 0.4;
+  r.reused_attempt = "a9";
+  r.reuse_held = true;
   r.base = "reference-1.py";
   r.base_depth = 0;
   r.candidate = "s005-cuda_graph-2.py";
@@ -49,6 +55,10 @@ TEST(StepRecord, TheStepsLineReadsBackAsWritten) {
   EXPECT_EQ(read.to_json(), line);
   EXPECT_EQ(read.base_depth, std::optional<std::size_t>(0));
   EXPECT_EQ(read.outcome, Outcome::correct);
+  EXPECT_EQ(line["decision"]["statistics"], "conv2d>relu|float32:2^20B");
+  EXPECT_EQ(line["decision"]["n_local"], 2);
+  EXPECT_EQ(read.claims_shown, (std::vector<std::string>{"c1", "c2"}));
+  EXPECT_EQ(read.reuse_held, std::optional<bool>(true));
 }
 
 TEST(StepRecord, TheStepStartCarriesOnlyTheChoice) {

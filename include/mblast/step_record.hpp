@@ -19,6 +19,14 @@ struct StepCandidate {
   Outcome outcome = Outcome::skipped;
 };
 
+// What the technique selector saw of the arm it chose: the attempts behind its score.
+struct ArmEvidence {
+  std::string statistics;  // "model" (reward_stats) or a region signature (region_stats)
+  double n_local = 0;      // attempts on this hardware
+  double n_prior = 0;      // discounted attempts from other hardware plus the seed prior
+  double mean = 0, bonus = 0;
+};
+
 struct StepRecord {
   // Where in the run, and what the loop chose.
   int iteration = 0;
@@ -28,6 +36,11 @@ struct StepRecord {
   double slot_share = 1.0;
   std::string state, state_evidence;
   std::string technique, implementer;
+  // Why this technique: "ucb" (with the chosen arm's evidence), "graph-first round" or "region
+  // reuse" (reused_attempt below); and the ids of the KB claims the actor was shown.
+  std::string decided_by;
+  std::optional<ArmEvidence> arm;
+  std::vector<std::string> claims_shown;
   // The implementation the technique was applied to, a file name under candidates/, and how many
   // lineage entries it keeps; absent in runs recorded before bases were.
   std::string base;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 
 #include "agents/format.hpp"
 #include "mblast/error.hpp"
@@ -384,9 +385,12 @@ std::optional<StepRecord> Loop::step(int iteration, int step_in_iteration, int g
   StepRecord record = step_record_base(iteration, step_in_iteration, global, slots_[choice->slot],
                                        choice->state, choice->technique);
   progress_({.kind = "step_start", .data = record.step_start_json(), .step = record});
+  record.decided_by = choice->decided_by;
+  record.arm = choice->arm;
   record.base = choice->base.file.filename().string();
   record.base_depth = choice->base.depth;
   const std::vector<Evaluation> evaluations = produce(*choice, global);
+  record.claims_shown = std::exchange(claims_shown_, {});
   record.inner = evaluations.back().inner.filename().string();
   end_graph_round(*choice, evaluations.back());
   tried_.insert(
@@ -423,6 +427,20 @@ void Loop::record_region_reuse(StepRecord& record, const Choice& choice, const S
                   *record.reuse_held ? "it held" : "it did not hold"));
 }
 
+namespace {
+
+std::optional<ArmEvidence> arm_evidence(const Selection& selection,
+                                        const std::string& region_signature) {
+  for (const auto& arm : selection.arms) {
+    if (arm.technique_id != selection.technique_id) continue;
+    return ArmEvidence{region_signature.empty() ? "model" : region_signature, arm.n_local,
+                       arm.n_prior, arm.mean, arm.bonus};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 // Operator selector -> state classifier -> technique selector. A slot with nothing left to try
 // gives its turn to the next by priority.
 std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
@@ -445,6 +463,7 @@ std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
     drop_the_rounds_graph(eligible.techniques);
     choice.slot = slot;
     if ((choice.reused = region_reuse(at, eligible.techniques, selector))) {
+      choice.decided_by = "region reuse";
       choice.technique = *kb_.technique(*choice.reused->technique_id);
       choice.base = eligible.base_for(choice.technique, current_);
       return choice;
@@ -459,6 +478,7 @@ std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
         selector, options_.judge.seed * 1000003u + static_cast<std::uint64_t>(global));
     log_choice(global, at.id, choice.state, selection);
     if (selection.technique_id.empty()) continue;
+    choice.arm = arm_evidence(selection, at.region_signature);
     choice.technique = *kb_.technique(selection.technique_id);
     choice.base = eligible.base_for(choice.technique, current_);
     return choice;
@@ -735,6 +755,7 @@ std::vector<Evaluation> Loop::llm_candidate(const TechniqueRow& technique, const
   actor.evidence = state_evidence(state);
   actor.technique = technique;
   actor.claims = kb_.claims(state.state_id, technique.id, 8);
+  for (const auto& claim : actor.claims) claims_shown_.push_back(claim.id);
   actor.similar =
       kb_.top_implementations(sha256_hex(problem_source_).substr(0, 16), options_.judge.backend, 2);
   actor.past_attempts = kb_.attempts_for_task(task_, 8);

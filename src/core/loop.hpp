@@ -54,6 +54,8 @@ class Loop {
     optimize_detail::Base base;  // what the technique is applied to
     // A region step retrying what sped up the same computation before: that attempt.
     std::optional<AttemptRow> reused;
+    std::string decided_by = "ucb";  // or "graph-first round", "region reuse"
+    std::optional<ArmEvidence> arm;  // the selector's view of the chosen arm (ucb)
   };
   struct Scored {
     bool correct = false;
@@ -166,6 +168,7 @@ class Loop {
   int steps_done_ = 0;
   std::vector<double> step_eager_ms_;  // eager's time in each step's final evaluation
   int correct_candidates_ = 0;
+  std::vector<std::string> claims_shown_;  // by the actor of the step under way
   GraphRound graph_round_ = GraphRound::off;
 };
 

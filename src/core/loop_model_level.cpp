@@ -98,6 +98,7 @@ std::optional<Loop::Choice> Loop::graph_round_choice(const Classification& state
         !technique_unavailable(technique, options_.judge.backend, selector).empty())
       continue;
     Choice choice;
+    choice.decided_by = "graph-first round";
     choice.slot = static_cast<std::size_t>(model - slots_.begin());
     choice.state = state;
     choice.technique = technique;

@@ -25,6 +25,18 @@ json StepRecord::step_start_json() const {
 
 json StepRecord::to_json() const {
   json line = step_start_json();
+  if (!decided_by.empty()) {
+    json decision = {{"by", decided_by}};
+    if (arm) {
+      decision["statistics"] = arm->statistics;
+      decision["n_local"] = arm->n_local;
+      decision["n_prior"] = arm->n_prior;
+      decision["mean"] = arm->mean;
+      decision["bonus"] = arm->bonus;
+    }
+    line["decision"] = decision;
+  }
+  if (!claims_shown.empty()) line["claims_shown"] = claims_shown;
   line["base"] = base;
   line["base_depth"] = optional_json(base_depth);
   if (!inner.empty()) line["inner"] = inner;
@@ -68,6 +80,19 @@ StepRecord StepRecord::from_json(const json& line) {
   read_lenient(line, "state_evidence", r.state_evidence);
   read_lenient(line, "technique", r.technique);
   read_lenient(line, "implementer", r.implementer);
+  if (const auto it = line.find("decision"); it != line.end() && it->is_object()) {
+    read_lenient(*it, "by", r.decided_by);
+    if (it->contains("statistics")) {
+      ArmEvidence arm;
+      read_lenient(*it, "statistics", arm.statistics);
+      read_lenient(*it, "n_local", arm.n_local);
+      read_lenient(*it, "n_prior", arm.n_prior);
+      read_lenient(*it, "mean", arm.mean);
+      read_lenient(*it, "bonus", arm.bonus);
+      r.arm = arm;
+    }
+  }
+  r.claims_shown = read_lenient_strings(line, "claims_shown");
   read_lenient(line, "base", r.base);
   read_lenient(line, "base_depth", r.base_depth);
   read_lenient(line, "inner", r.inner);
