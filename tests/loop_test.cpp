@@ -105,6 +105,7 @@ class FakeBackend : public Backend {
     }
     std::string name = transform;
     for (std::size_t i = 0; i < region_ops.size(); ++i) name += (i ? "," : "@") + region_ops[i];
+    if (nothing_to_change.count(name)) return {std::nullopt, "nothing to change"};
     return {"# transform " + name + "\n", ""};
   }
   std::optional<ProgramRegions> regions;  // what program_regions() answers
@@ -118,8 +119,9 @@ class FakeBackend : public Backend {
     bool is_reference = false;
     std::vector<std::string> region_ops;
   };
-  std::vector<BuiltinCall> builtin_calls;  // the transforms asked for, and what they applied to
-  std::map<std::string, double> speedups;  // built-in transform -> the speedup it reaches
+  std::vector<BuiltinCall> builtin_calls;   // the transforms asked for, and what they applied to
+  std::map<std::string, double> speedups;   // built-in transform -> the speedup it reaches
+  std::set<std::string> nothing_to_change;  // built-in transforms (NAME@OPS) that make no candidate
   std::optional<double> llm_speedup;
   std::deque<double> eager_ms;  // eager's time in each evaluation, in turn (then 1 ms)
   struct Timed {
@@ -840,6 +842,23 @@ TEST_F(LoopTest, RegionStepsAreRewardedAsTheRegionAndKeptPerSignature) {
       EXPECT_EQ(attempt["region_key"], "k1");
     }
   }
+}
+
+// A region built-in with nothing to change there judged nothing: it earns nothing, not a failure.
+TEST_F(LoopTest, ARegionStepWithNothingToChangeEarnsNothing) {
+  backend_.regions = signed_windows("k1", 0.6);
+  backend_.speedups = {{"torch_compile", 1.5}};
+  backend_.nothing_to_change = {"torch_compile@conv1,relu"};
+  auto o = with_compile_transform("cuda/builtin-torch-compile", 2);
+  o.regions = true;
+  run_builtins(o);
+  const auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 2u);
+  ASSERT_EQ(steps[1]["slot"], "region:conv1..relu");
+  EXPECT_EQ(steps[1]["outcome"], "skipped");
+  EXPECT_EQ(steps[1]["region_reward"], 0.0);
+  KnowledgeBase kb(dir_ / "kb.sqlite");
+  EXPECT_EQ(kb.region_stats("cuda", steps[1]["state"], kConvRegion).at(0).mean(), 0.0);
 }
 
 // The same computation in another task's model (its exact key): the region first retries the

@@ -499,6 +499,7 @@ std::vector<Evaluation> Loop::produce(const Choice& choice, int global) {
 Loop::Scored Loop::score(const Evaluation& final) const {
   Scored s;
   s.correct = final.outcome == Outcome::correct;
+  s.skipped = final.outcome == Outcome::skipped;
   if (s.correct) s.speedup = final.result.speedup;
   // A skipped step (a built-in with nothing to change) earns what it gained: nothing.
   s.reward =
@@ -566,6 +567,7 @@ std::optional<double> Loop::attempt_reward(const Choice& choice, const Scored& s
   const Slot& slot = slots_[choice.slot];
   if (!is_region_slot(slot.id)) return scored.reward;
   if (slot.region_signature.empty()) return std::nullopt;
+  if (scored.skipped) return scored.reward;  // nothing was judged: nothing gained
   const double base_speedup = choice.base.is_reference() ? 1.0 : current_.speedup;
   return region_reward(scored.correct, scored.speedup, base_speedup, slot.time_share);
 }

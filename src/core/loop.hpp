@@ -59,6 +59,7 @@ class Loop {
   };
   struct Scored {
     bool correct = false;
+    bool skipped = false;  // a built-in with nothing to change: no candidate was judged
     std::optional<double> speedup;
     double reward = 0;
     bool improved = false;

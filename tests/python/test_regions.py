@@ -269,3 +269,23 @@ def test_each_block_with_its_shortcut_is_one_window_and_repeated_blocks_share_a_
     x = torch.randn(2, 3, 8, 8)
     assert same_outputs(captured.module, replace_region(captured.module, first, region_module(captured.module, first)),
                         [x])
+
+
+class SequentialOnly(nn.Module):
+    """Every op inside a container: no block of its own, so windows close by their share."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+def test_a_containers_ops_are_the_models_own_and_close_by_their_share() -> None:
+    captured = capture(SequentialOnly().eval(), [torch.randn(2, 8)])
+    assert captured.graph is not None
+    assert {op.owner for op in captured.graph.ops} == {""}
+    shares = {op.name: 0.25 for op in captured.graph.ops}
+    windows = region_windows(captured.graph, shares, target_share=0.5, min_share=0.0)
+    assert sorted(w.ops for w in windows) == [["net_0", "net_1"], ["net_2", "net_3"]]

@@ -19,7 +19,7 @@ class OpNode:
     reads: List[str]  # the ops and graph inputs it reads, in argument order
     shape: Optional[List[int]] = None  # of its output, where that is one tensor
     dtype: Optional[str] = None
-    owner: str = ""  # the path of the submodule whose forward calls it ("layer1.0"; "" the model's)
+    owner: str = ""  # the submodule whose own forward calls it ("layer1.0"; "" the model's)
 
 
 @dataclass
@@ -46,15 +46,19 @@ class Capture:
 
 
 class _OwnerTracer(Tracer):
-    """symbolic_trace's tracer that also notes on every node the path of the module whose forward
-    made it (what later PyTorch keeps as nn_module_stack; 1.13 does not)."""
+    """symbolic_trace's tracer that also notes on every node the path of the module whose own
+    forward made it (what later PyTorch keeps as nn_module_stack; 1.13 does not). A container
+    (nn.Sequential) runs no code of its own: its ops belong to the module that called it."""
 
     def __init__(self) -> None:
         super().__init__()
         self._paths = [""]
 
     def call_module(self, m: torch.nn.Module, forward: Any, args: Any, kwargs: Any) -> Any:
-        self._paths.append(self.path_of_module(m))
+        path = self.path_of_module(m)
+        if self.is_leaf_module(m, path) or isinstance(m, torch.nn.Sequential):
+            return super().call_module(m, forward, args, kwargs)
+        self._paths.append(path)
         try:
             return super().call_module(m, forward, args, kwargs)
         finally:
@@ -114,8 +118,5 @@ def _op_node(module: GraphModule, node: Node) -> OpNode:
     meta = node.meta.get("tensor_meta")
     shape = list(meta.shape) if meta is not None and hasattr(meta, "shape") else None
     dtype = str(meta.dtype).replace("torch.", "") if meta is not None and hasattr(meta, "dtype") else None
-    if node.op == "call_module":  # a leaf module's own call is made inside it: its parent owns it
-        owner = target.rpartition(".")[0]
-    else:
-        owner = str(node.meta.get("mblast_owner", ""))
+    owner = str(node.meta.get("mblast_owner", ""))
     return OpNode(node.name, OP_KINDS[node.op], target, op_type, reads(node), shape, dtype, owner)

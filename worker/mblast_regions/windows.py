@@ -38,8 +38,9 @@ def region_windows(graph: RegionGraph, shares: Dict[str, float], target_share: f
 
 
 def block_owners(ops: Sequence[OpNode]) -> Dict[str, str]:
-    """Each op's block: the path of the submodule whose forward calls it ("layer1.0" for
-    layer1.0.conv1 and for the residual add in layer1.0's forward; "" for the model's own)."""
+    """Each op's block: the path of the submodule whose own forward calls it ("layer1.0" for
+    layer1.0.conv1 and for the residual add in layer1.0's forward; "" for the model's own ops and
+    those of its nn.Sequential containers)."""
     return {op.name: op.owner for op in ops}
 
 
