@@ -98,12 +98,13 @@ std::optional<TechniqueRow> KnowledgeBase::technique(const std::string& id) cons
   return kb::technique_from(stmt);
 }
 
-std::vector<RewardStat> KnowledgeBase::reward_stats(const std::string& backend,
-                                                    const std::string& state_id) const {
-  auto stmt = db_->prepare(
-      "SELECT state_id, technique_id, backend, hardware, n, sum_reward, sum_sq_reward, "
-      "best_reward FROM reward_stats WHERE backend = ?1 AND (?2 = '' OR state_id = ?2)");
-  stmt.bind(1, backend).bind(2, state_id);
+namespace {
+
+// The columns both statistics tables share, in RewardStat's order, for `FROM table WHERE ...`.
+constexpr const char* kRewardStatColumns =
+    "SELECT state_id, technique_id, backend, hardware, n, sum_reward, sum_sq_reward, best_reward ";
+
+std::vector<RewardStat> reward_stat_rows(sql::Stmt& stmt) {
   std::vector<RewardStat> rows;
   while (stmt.step()) {
     rows.push_back({stmt.get_text(0), stmt.get_text(1), stmt.get_text(2), stmt.get_text(3),
@@ -112,19 +113,24 @@ std::vector<RewardStat> KnowledgeBase::reward_stats(const std::string& backend,
   return rows;
 }
 
+}  // namespace
+
+std::vector<RewardStat> KnowledgeBase::reward_stats(const std::string& backend,
+                                                    const std::string& state_id) const {
+  auto stmt = db_->prepare(std::string(kRewardStatColumns) +
+                           "FROM reward_stats WHERE backend = ?1 AND (?2 = '' OR state_id = ?2)");
+  stmt.bind(1, backend).bind(2, state_id);
+  return reward_stat_rows(stmt);
+}
+
 std::vector<RewardStat> KnowledgeBase::region_stats(const std::string& backend,
                                                     const std::string& state_id,
                                                     const std::string& region) const {
-  auto stmt = db_->prepare(
-      "SELECT state_id, technique_id, backend, hardware, n, sum_reward, sum_sq_reward, "
-      "best_reward FROM region_stats WHERE backend = ?1 AND state_id = ?2 AND region = ?3");
+  auto stmt =
+      db_->prepare(std::string(kRewardStatColumns) +
+                   "FROM region_stats WHERE backend = ?1 AND state_id = ?2 AND region = ?3");
   stmt.bind(1, backend).bind(2, state_id).bind(3, region);
-  std::vector<RewardStat> rows;
-  while (stmt.step()) {
-    rows.push_back({stmt.get_text(0), stmt.get_text(1), stmt.get_text(2), stmt.get_text(3),
-                    stmt.get_int(4), stmt.get_double(5), stmt.get_double(6), stmt.get_double(7)});
-  }
-  return rows;
+  return reward_stat_rows(stmt);
 }
 
 std::vector<AttemptRow> KnowledgeBase::verified_regions(const std::string& region_key,

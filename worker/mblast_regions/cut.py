@@ -129,7 +129,7 @@ def replace_region(module: GraphModule, window: Window, replacement: torch.nn.Mo
         if node.op == "call_module" and node.target != slot:
             owners[str(node.target)] = module.get_submodule(str(node.target))
         elif node.op == "get_attr":
-            owners[str(node.target)] = _attribute(module, str(node.target))
+            owners[str(node.target)] = attribute(module, str(node.target))
     return GraphModule(owners, graph, class_name=type(module).__name__)
 
 
@@ -263,7 +263,8 @@ def merge_siblings(module: GraphModule) -> int:
     return len(groups)
 
 
-def _attribute(module: torch.nn.Module, path: str) -> Any:
+def attribute(module: torch.nn.Module, path: str) -> Any:
+    """What a get_attr node's dotted target names on the module (a parameter, buffer or constant)."""
     value: Any = module
     for part in path.split("."):
         value = getattr(value, part)

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional
 import torch
 from torch.fx import GraphModule, Node
 
-from .cut import OP_KINDS, Window
+from .cut import OP_KINDS, Window, attribute
 
 BUCKET_BITS = 4  # a shape class spans a factor of 2^4 in bytes
 
@@ -106,15 +106,9 @@ def _arg_text(module: GraphModule, arg: Any, window: Window) -> Optional[str]:
     if arg.name in window.inputs:
         return f"in{window.inputs.index(arg.name)}"
     if arg.op == "get_attr":
-        value = _attribute(module, str(arg.target))
+        value = attribute(module, str(arg.target))
         if isinstance(value, torch.Tensor):
             return f"param {_dtype_name(value.dtype)}[{','.join(str(d) for d in value.shape)}]"
         return f"attr {value!r}"
     return "value"
 
-
-def _attribute(module: GraphModule, target: str) -> Any:
-    value: Any = module
-    for part in target.split("."):
-        value = getattr(value, part)
-    return value
