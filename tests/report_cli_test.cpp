@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -262,6 +263,29 @@ TEST(ReportCli, StatesShowWhereTheStepsWereClassifiedWithTheirEvidence) {
   EXPECT_EQ(states[1]["evidence"], "sol_fraction = 0.9 (>= 0.8)");
 }
 
+TEST(ReportCli, AgainstAnotherBatchShowsBothSidesInEveryRendering) {
+  TempDir dir;
+  const auto batch = (kFixtures / "batch").string();
+  auto text = run_mblast({"report", batch, "--against", batch});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("## Against " + batch), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("| level1/1_Square | 7 | 7 | 2.5x | 2.5x |"), std::string::npos)
+      << text.out;
+  auto json = run_mblast({"report", batch, "--against", batch, "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto parsed = nlohmann::json::parse(json.out);
+  const auto& all = parsed.at("comparison").at("groups").back();
+  EXPECT_EQ(all.at("group"), "all");
+  EXPECT_EQ(all.at("problems"), 3);
+  EXPECT_DOUBLE_EQ(all.at("evaluations_ratio").get<double>(), 1.0);
+  const auto page = dir / "r.html";
+  ASSERT_EQ(run_mblast({"report", batch, "--against", batch, "--html", page.string()}).exit_code,
+            0);
+  std::ifstream in(page);
+  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("Best speedup per evaluation, side by side"), std::string::npos);
+}
+
 TEST(ReportCli, BadInputExitsTwoWithAFix) {
   TempDir dir;
   fs::create_directories(dir / "empty");
@@ -277,6 +301,7 @@ TEST(ReportCli, BadInputExitsTwoWithAFix) {
       {"report", (kFixtures / "run_relu").string(), "--kb", (dir / "no-kb.sqlite").string()},
       {"report", (kFixtures / "run_relu").string(), "--html",
        (dir / "file.txt" / "r.html").string()},
+      {"report", (kFixtures / "run_relu").string(), "--against", (dir / "missing").string()},
   };
   for (const auto& args : bad) {
     auto result = run_mblast(args);
@@ -287,7 +312,8 @@ TEST(ReportCli, BadInputExitsTwoWithAFix) {
   }
   auto help = run_mblast({"report", "--help"});
   EXPECT_EQ(help.exit_code, 0);
-  for (const char* word : {"DIR", "--html", "--json", "--kb", "fast_p", "baselines.jsonl"}) {
+  for (const char* word :
+       {"DIR", "--html", "--json", "--kb", "fast_p", "baselines.jsonl", "--against", "5 %"}) {
     EXPECT_NE(help.out.find(word), std::string::npos) << word;
   }
 }

@@ -133,9 +133,63 @@ struct TechniqueStats {
 TechniqueStats technique_stats(const Report& report,
                                const std::optional<std::filesystem::path>& kb);
 
+// Two reports of the same problems side by side (`mblast report DIR --against OTHER`), e.g. runs
+// that started from a filled knowledge base against the same runs from an empty one.
+inline constexpr double kNearBestShare = 0.95;
+
+struct ComparedSide {
+  bool correct = false;
+  std::optional<double> best;  // the run's final best speedup
+  // Evaluations until the running best first came within kNearBestShare of the final best; the
+  // reference's own evaluation (the first) holds 1.0x. Unknown for a run without a correct one.
+  std::optional<std::int64_t> evaluations_to_near_best;
+  std::int64_t evaluations = 0;
+  std::optional<double> seconds;
+  std::vector<std::pair<double, double>> trajectory;  // as ProblemRow::trajectory
+};
+
+struct ComparedProblem {
+  std::string task;
+  std::string group;  // the task's folder ("level1"), else "problems"
+  ComparedSide self, other;
+};
+
+// Over the problems of a group that are correct on both sides.
+struct ComparedGroup {
+  std::string name;  // a level, or "all"
+  std::int64_t problems = 0;
+  double mean_evaluations_self = 0, mean_evaluations_other = 0;
+  std::optional<double> geomean_self, geomean_other;
+  double seconds_self = 0, seconds_other = 0;
+  std::optional<double> evaluations_ratio() const {
+    if (mean_evaluations_other <= 0) return std::nullopt;
+    return mean_evaluations_self / mean_evaluations_other;
+  }
+};
+
+struct Comparison {
+  std::filesystem::path other_dir;
+  std::vector<ComparedProblem> problems;  // those both reports hold, in this report's order
+  std::vector<ComparedGroup> groups;      // each group with a problem, then "all"
+  std::vector<std::string> only_here, only_there;  // tasks one side lacks
+};
+
+// The first evaluation count at which `trajectory` reaches kNearBestShare of `best`.
+std::int64_t evaluations_to_near_best(const std::vector<std::pair<double, double>>& trajectory,
+                                      double best, std::int64_t evaluations);
+Comparison compare_reports(const Report& self, const Report& other);
+// The geometric mean over `sides` of the running best after each evaluation count up to `most`
+// (a run holds 1.0x before its first step and its last best after its end).
+std::vector<double> geomean_best_per_evaluation(const std::vector<const ComparedSide*>& sides,
+                                                std::int64_t most);
+
 // Renderings.
-nlohmann::json to_json(const Report& report, const Metrics& metrics, const TechniqueStats& stats);
-std::string to_markdown(const Report& report, const Metrics& metrics, const TechniqueStats& stats);
-std::string to_html(const Report& report, const Metrics& metrics, const TechniqueStats& stats);
+// With `against`, each adds the comparison.
+nlohmann::json to_json(const Report& report, const Metrics& metrics, const TechniqueStats& stats,
+                       const Comparison* against = nullptr);
+std::string to_markdown(const Report& report, const Metrics& metrics, const TechniqueStats& stats,
+                        const Comparison* against = nullptr);
+std::string to_html(const Report& report, const Metrics& metrics, const TechniqueStats& stats,
+                    const Comparison* against = nullptr);
 
 }  // namespace mblast::report

@@ -25,11 +25,17 @@ its time was measured. A batch's baselines.jsonl (controls such as cuda_graph an
 judged in the same batch) gives the best-of column: per problem the fastest of eager and its
 correct controls, with the metrics against it.
 Technique win rates come from the KB each run wrote to, over the attempts of these runs; with
---kb PATH, over every attempt in that KB.)";
+--kb PATH, over every attempt in that KB.
+--against OTHER matches the problems of DIR and OTHER by task (e.g. level1/19_ReLU) and shows,
+per level and overall, how many evaluations each side needed to come within 5 % of its own final
+best (the reference's evaluation counts as the first and holds 1.0x), the geometric mean of the
+final bests and the wall, then the running best per evaluation on both sides
+(benchmarks/transfer.sh compares runs from a filled KB against runs from an empty one).)";
 
 struct ReportCommand {
   std::string dir;
   std::string html;
+  std::string against;
   bool json = false;
 };
 
@@ -63,14 +69,19 @@ int run_report(const ReportCommand& command, const Globals& globals) {
   std::optional<fs::path> kb;
   if (!globals.kb_path.empty()) kb = fs::path(globals.kb_path);
   const report::TechniqueStats stats = report::technique_stats(loaded, kb);
+  std::optional<report::Comparison> comparison;
+  if (!command.against.empty()) {
+    comparison = report::compare_reports(loaded, report::load_report(command.against));
+  }
+  const report::Comparison* against = comparison ? &*comparison : nullptr;
   if (!command.html.empty()) {
-    write_file(command.html, report::to_html(loaded, metrics, stats));
+    write_file(command.html, report::to_html(loaded, metrics, stats, against));
     spdlog::info("wrote the HTML report to {}", command.html);
   }
   if (command.json) {
-    std::cout << report::to_json(loaded, metrics, stats).dump(2) << "\n";
+    std::cout << report::to_json(loaded, metrics, stats, against).dump(2) << "\n";
   } else {
-    std::cout << report::to_markdown(loaded, metrics, stats);
+    std::cout << report::to_markdown(loaded, metrics, stats, against);
   }
   return 0;
 }
@@ -86,6 +97,10 @@ void register_report(CLI::App& app, Globals& globals, Action& action) {
   report->add_option("DIR", command->dir, "Run directory or batch directory")->required();
   report->add_option("--html", command->html,
                      "Also write one self-contained HTML page with the plots to FILE");
+  report->add_option("--against", command->against,
+                     "Compare with another run or batch directory of the same problems (e.g. "
+                     "runs from an empty KB): evaluations until each run came within 5 % of its "
+                     "final best, the final best and the wall, per level and overall");
   report->add_flag("--json", command->json,
                    "Print one JSON object for scripts instead of Markdown");
   report->footer(kFooter);

@@ -74,7 +74,8 @@ void problems_table(std::ostream& out, const Report& report, const Metrics& m) {
 
 }  // namespace
 
-std::string to_html(const Report& report, const Metrics& m, const TechniqueStats& stats) {
+std::string to_html(const Report& report, const Metrics& m, const TechniqueStats& stats,
+                    const Comparison* against) {
   std::ostringstream out;
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
@@ -118,6 +119,11 @@ std::string to_html(const Report& report, const Metrics& m, const TechniqueStats
          "(c) How fast each run found its speedup.");
   figure(out, plots::technique_heatmap(stats),
          "(d) Which techniques paid off in which states, from the knowledge base.");
+  if (against) {
+    figure(out, plots::comparison_per_evaluation(*against),
+           "(e) This report's runs beside " + against->other_dir.string() +
+               "'s: how fast each side came to its speedups.");
+  }
 
   out << "<h2>Problems</h2>\n";
   problems_table(out, report, m);

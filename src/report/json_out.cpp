@@ -1,6 +1,7 @@
 // `mblast report --json`: every metric and row as one object.
 #include "mblast/json_fields.hpp"
 #include "mblast/report.hpp"
+#include "report/compare_render.hpp"
 #include "report/json_util.hpp"
 
 namespace mblast::report {
@@ -75,39 +76,42 @@ nlohmann::json techniques_json(const TechniqueStats& stats) {
 
 }  // namespace
 
-nlohmann::json to_json(const Report& report, const Metrics& m, const TechniqueStats& stats) {
+nlohmann::json to_json(const Report& report, const Metrics& m, const TechniqueStats& stats,
+                       const Comparison* against) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : report.rows) rows.push_back(row_json(row));
-  return {{"dir", report.dir.string()},
-          {"kind", report.kind},
-          {"batch", report.batch},
-          {"problems", m.problems},
-          {"ran", m.ran},
-          {"not_run", m.not_run},
-          {"unfinished", m.unfinished},
-          {"correct", m.correct},
-          {"correctness_rate", m.correctness_rate},
-          {"vs_eager", speedup_json(m.vs_eager)},
-          {"vs_compile", speedup_json(m.vs_compile)},
-          {"vs_best_of", speedup_json(m.vs_best_of)},
-          {"best_of_geomean", optional_json(m.best_of_geomean)},
-          {"sol_score_median", optional_json(m.sol_score_median)},
-          {"sol_scored", m.sol_scored},
-          {"precision",
-           {{"policies", m.policies},
-            {"tolerances", m.tolerances},
-            {"widened_by_eager", m.widened_by_eager}}},
-          {"hardware", m.hardware},
-          {"backends", m.backends},
-          {"speedup_baselines", m.baselines},
-          {"totals",
-           {{"evaluations", m.evaluations},
-            {"tokens", m.tokens},
-            {"cost_usd", optional_json(m.cost_usd)},
-            {"seconds", m.seconds}}},
-          {"rows", rows},
-          {"techniques", techniques_json(stats)},
-          {"warnings", report.warnings}};
+  nlohmann::json out = {{"dir", report.dir.string()},
+                        {"kind", report.kind},
+                        {"batch", report.batch},
+                        {"problems", m.problems},
+                        {"ran", m.ran},
+                        {"not_run", m.not_run},
+                        {"unfinished", m.unfinished},
+                        {"correct", m.correct},
+                        {"correctness_rate", m.correctness_rate},
+                        {"vs_eager", speedup_json(m.vs_eager)},
+                        {"vs_compile", speedup_json(m.vs_compile)},
+                        {"vs_best_of", speedup_json(m.vs_best_of)},
+                        {"best_of_geomean", optional_json(m.best_of_geomean)},
+                        {"sol_score_median", optional_json(m.sol_score_median)},
+                        {"sol_scored", m.sol_scored},
+                        {"precision",
+                         {{"policies", m.policies},
+                          {"tolerances", m.tolerances},
+                          {"widened_by_eager", m.widened_by_eager}}},
+                        {"hardware", m.hardware},
+                        {"backends", m.backends},
+                        {"speedup_baselines", m.baselines},
+                        {"totals",
+                         {{"evaluations", m.evaluations},
+                          {"tokens", m.tokens},
+                          {"cost_usd", optional_json(m.cost_usd)},
+                          {"seconds", m.seconds}}},
+                        {"rows", rows},
+                        {"techniques", techniques_json(stats)},
+                        {"warnings", report.warnings}};
+  if (against) out["comparison"] = comparison_json(*against);
+  return out;
 }
 
 }  // namespace mblast::report

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "mblast/report.hpp"
+#include "report/compare_render.hpp"
 #include "report/json_util.hpp"
 #include "report/render_text.hpp"
 
@@ -15,33 +16,6 @@ constexpr std::size_t kTechniqueLines = 10;
 // listed under the problems table.
 constexpr double kEagerRangeShown = 1.2;
 
-std::string cell(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '|')
-      out += "\\|";
-    else if (c == '\n')
-      out += ' ';
-    else
-      out.push_back(c);
-  }
-  return out;
-}
-
-void table(std::ostream& out, const std::vector<std::string>& headers,
-           const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right) {
-  out << "|";
-  for (const auto& h : headers) out << " " << cell(h) << " |";
-  out << "\n|";
-  for (std::size_t i = 0; i < headers.size(); ++i) out << (right[i] ? "---:|" : "---|");
-  out << "\n";
-  for (const auto& row : rows) {
-    out << "|";
-    for (const auto& c : row) out << " " << cell(c) << " |";
-    out << "\n";
-  }
-}
-
 // Each problem's states, in the order its steps reached them, with the evidence of the first.
 void write_states(std::ostream& out, const Report& report) {
   std::vector<std::vector<std::string>> rows;
@@ -53,8 +27,9 @@ void write_states(std::ostream& out, const Report& report) {
   }
   if (rows.empty()) return;
   out << "\n## States\n\n";
-  table(out, {"problem", "backend", "state", "steps", "first step", "evidence at the first step"},
-        rows, {false, false, false, true, true, false});
+  markdown_table(
+      out, {"problem", "backend", "state", "steps", "first step", "evidence at the first step"},
+      rows, {false, false, false, true, true, false});
 }
 
 // Each evaluation times eager in its own process, and every speedup is over that eager: where it
@@ -76,7 +51,8 @@ void write_eager_ranges(std::ostream& out, const Report& report) {
 
 }  // namespace
 
-std::string to_markdown(const Report& report, const Metrics& m, const TechniqueStats& stats) {
+std::string to_markdown(const Report& report, const Metrics& m, const TechniqueStats& stats,
+                        const Comparison* against) {
   std::ostringstream out;
   out << "# mblast report: " << report.dir.string() << "\n\n"
       << summary_text(report, m) << "\n\n"
@@ -92,8 +68,8 @@ std::string to_markdown(const Report& report, const Metrics& m, const TechniqueS
   std::vector<std::vector<std::string>> lines;
   for (const auto& line : metric_lines(m))
     lines.push_back({line.name, line.vs_eager, line.vs_compile});
-  table(out, {"metric", "vs " + m.vs_eager.baseline, "vs torch.compile"}, lines,
-        {false, true, true});
+  markdown_table(out, {"metric", "vs " + m.vs_eager.baseline, "vs torch.compile"}, lines,
+                 {false, true, true});
   if (shows_best_of(m)) out << "\n" << best_of_text(m) << "\n";
 
   out << "\n## Problems\n\n";
@@ -104,7 +80,7 @@ std::string to_markdown(const Report& report, const Metrics& m, const TechniqueS
   for (std::size_t i = 0; i < headers.size(); ++i) {
     right.push_back(numeric_column(i, headers.size()));
   }
-  table(out, headers, rows, right);
+  markdown_table(out, headers, rows, right);
   write_eager_ranges(out, report);
 
   write_states(out, report);
@@ -119,14 +95,15 @@ std::string to_markdown(const Report& report, const Metrics& m, const TechniqueS
       arms.push_back({s.state, s.technique, std::to_string(s.tries), std::to_string(s.correct),
                       std::to_string(s.wins), percent_text(s.win_rate())});
     }
-    table(out, {"state", "technique", "tries", "correct", "improved", "win rate"}, arms,
-          {false, false, true, true, true, true});
+    markdown_table(out, {"state", "technique", "tries", "correct", "improved", "win rate"}, arms,
+                   {false, false, true, true, true, true});
     if (stats.rows.size() > kTechniqueLines) {
       out << "\n"
           << stats.rows.size() - kTechniqueLines
           << " more in `mblast report --json` and `--html`.\n";
     }
   }
+  if (against) write_comparison_markdown(out, *against);
   std::vector<std::string> notes = stats.notes;
   notes.insert(notes.end(), report.warnings.begin(), report.warnings.end());
   if (!notes.empty()) {

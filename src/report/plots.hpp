@@ -1,5 +1,5 @@
 #pragma once
-// The report's four plots, each a self-contained <svg> element 800 pixels wide.
+// The report's plots, each a self-contained <svg> element 800 pixels wide.
 #include <string>
 #include <vector>
 
@@ -12,6 +12,7 @@ inline constexpr const char* kHistogramTitle = "Speedup distribution";
 inline constexpr const char* kFastPTitle = "fast_p over p";
 inline constexpr const char* kTrajectoryTitle = "Best speedup per evaluation";
 inline constexpr const char* kTechniquesTitle = "Technique win rates by state";
+inline constexpr const char* kComparisonTitle = "Best speedup per evaluation, side by side";
 inline constexpr double kWidth = 800;
 
 // (a) Best speedups of the correct problems in log-scale bins, vs eager and vs torch.compile.
@@ -22,6 +23,8 @@ std::string fast_p_curve(const Metrics& metrics);
 std::string speedup_per_evaluation(const std::vector<ProblemRow>& rows, const Metrics& metrics);
 // (d) Per (state, technique): tries and the share that were correct and improved.
 std::string technique_heatmap(const TechniqueStats& stats);
+// (e) With --against: the geometric mean of the running best per evaluation on both sides.
+std::string comparison_per_evaluation(const Comparison& comparison);
 
 // Log-scale ticks for [lo, hi]: powers of two, or rounder values when the range is narrow.
 std::vector<svg::Tick> speedup_ticks(double lo, double hi);

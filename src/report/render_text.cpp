@@ -1,10 +1,43 @@
 #include "report/render_text.hpp"
 
 #include <cstdio>
+#include <ostream>
 
 #include "report/json_util.hpp"
 
 namespace mblast::report {
+
+namespace {
+
+std::string markdown_cell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n')
+      out += ' ';
+    else
+      out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+void markdown_table(std::ostream& out, const std::vector<std::string>& headers,
+                    const std::vector<std::vector<std::string>>& rows,
+                    const std::vector<bool>& right) {
+  out << "|";
+  for (const auto& h : headers) out << " " << markdown_cell(h) << " |";
+  out << "\n|";
+  for (std::size_t i = 0; i < headers.size(); ++i) out << (right[i] ? "---:|" : "---|");
+  out << "\n";
+  for (const auto& row : rows) {
+    out << "|";
+    for (const auto& c : row) out << " " << markdown_cell(c) << " |";
+    out << "\n";
+  }
+}
 
 std::string summary_text(const Report& report, const Metrics& m) {
   if (report.kind == "run" && report.rows.size() == 1) {

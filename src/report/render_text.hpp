@@ -1,5 +1,6 @@
 #pragma once
 // The words and cells the Markdown and HTML renderings share.
+#include <iosfwd>
 #include <map>
 #include <string>
 #include <vector>
@@ -7,6 +8,11 @@
 #include "mblast/report.hpp"
 
 namespace mblast::report {
+
+// A Markdown table; `right` marks the right-aligned (numeric) columns.
+void markdown_table(std::ostream& out, const std::vector<std::string>& headers,
+                    const std::vector<std::vector<std::string>>& rows,
+                    const std::vector<bool>& right);
 
 // "Batch of 4 problems: 3 run, 1 not run" / "Run of level1/19_ReLU (finished)".
 std::string summary_text(const Report& report, const Metrics& metrics);
