@@ -42,7 +42,7 @@ class FakeBackend : public Backend {
   // Set: the backend measures its own baseline (as native backends do) instead of the reference.
   std::optional<EvalResult> measured;
   std::optional<EvalResult> measured_baseline() override { return measured; }
-  std::string hardware(const EvalResult&) override { return "fake GPU"; }
+  std::string hardware(const EvalResult&) override { return hardware_name; }
   Artifact build(const fs::path& candidate) override { return {candidate}; }
 
   EvalResult evaluate(const Artifact& artifact, bool compile_baseline) override {
@@ -108,7 +108,8 @@ class FakeBackend : public Backend {
     if (nothing_to_change.count(name)) return {std::nullopt, "nothing to change"};
     return {"# transform " + name + "\n", ""};
   }
-  std::optional<ProgramRegions> regions;  // what program_regions() answers
+  std::string hardware_name = "fake GPU";  // what hardware() answers
+  std::optional<ProgramRegions> regions;   // what program_regions() answers
   std::optional<ProgramRegions> program_regions() override { return regions; }
   bool export_for_harness(const fs::path&, const fs::path&) override { return false; }
   void set_deadline(std::chrono::steady_clock::time_point until) override { deadline = until; }
@@ -452,6 +453,31 @@ TEST_F(LoopTest, WhereEagerVariesACandidateStillMustBeatTheReferenceBesideIt) {
   const auto summary = run_builtins(options(6));
   EXPECT_EQ(summary["best_technique"], "reference");
   EXPECT_EQ(summary["best_speedup"], 1.0);
+}
+
+// Attempts made on other hardware enter the selector's statistics with --other-hardware-weight.
+TEST_F(LoopTest, AttemptsOnOtherHardwareCountWithTheirWeight) {
+  backend_.speedups = {{"torch_compile", 2.0}};
+  std::map<double, double> n_prior;
+  for (const double weight : {0.0, 1.0}) {
+    const std::string name = weight == 0.0 ? "0" : "1";
+    auto o = with_compile_transform("cuda/builtin-torch-compile", 1);
+    o.kb = dir_ / ("kb-" + name + ".sqlite");
+    backend_.hardware_name = "another GPU";
+    run_ = std::make_unique<RunDir>(RunDir::create(dir_ / ("other-" + name)));
+    run_->write_config({{"options", options_to_json(o)}});
+    run_builtins(o);
+
+    backend_.hardware_name = "fake GPU";
+    o.other_hardware_weight = weight;
+    run_ = std::make_unique<RunDir>(RunDir::create(dir_ / ("here-" + name)));
+    run_->write_config({{"options", options_to_json(o)}});
+    run_builtins(o);
+    const auto decision = run_dir().steps().front()["decision"];
+    EXPECT_EQ(decision["n_local"], 0.0) << weight;
+    n_prior[weight] = decision["n_prior"];
+  }
+  EXPECT_DOUBLE_EQ(n_prior[1.0] - n_prior[0.0], 1.0);  // the other GPU's one attempt
 }
 
 TEST_F(LoopTest, StepsExploreADifferentTechniqueEachTime) {

@@ -46,6 +46,9 @@ struct OptimizeOptions {
   // where that is legal (correct), every later built-in candidate runs inside such a graph, so that
   // a region's or a transform's gain is measured where it will run.
   bool graph_first = false;
+  // The weight of a KB attempt made on other hardware against one made here, in the technique
+  // selector's statistics (SelectorConfig::other_hardware_weight): 0 ignores other hardware.
+  double other_hardware_weight = 0.5;
   std::filesystem::path kb;
   std::filesystem::path out;  // the run directory; empty: ./mblast-runs/<task>-<time>
   int prestart = 0;           // workers kept started ahead; 0: the backend chooses (BackendContext)

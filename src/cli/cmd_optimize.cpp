@@ -197,6 +197,7 @@ const std::map<std::string, std::string>& option_keys() {
       {"--allow-bf16", "allow_bf16"},
       {"--regions", "regions"},
       {"--graph-first", "graph_first"},
+      {"--other-hardware-weight", "other_hardware_weight"},
       {"--seed", "seed"},
       {"--seeds", "seeds"},
       {"--runs", "timing_runs"},
@@ -292,6 +293,12 @@ void add_judge_options(CLI::App* cmd, OptimizeCommand& c) {
   cmd->add_flag("--graph-first", c.options.graph_first,
                 "Judge the whole model in a CUDA graph first; where that is correct, every later "
                 "built-in candidate is judged inside such a graph (CUDA GPUs)");
+  cmd->add_option(
+         "--other-hardware-weight", c.options.other_hardware_weight,
+         "Weight of a KB attempt made on other hardware (another GPU, the CPU) against one "
+         "made on this hardware in the technique selector's statistics: 0 ignores other "
+         "hardware, 1 counts it fully (default 0.5)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--seed", c.options.judge.seed,
                   "Seed of the selector, agents and trials (default 1)");
   cmd->add_option("--seeds", c.options.judge.seeds, "Verification trials per candidate (default 5)")

@@ -450,6 +450,7 @@ std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
   selector.llm_available = agents_.available();
   selector.allowed_requirements = allowed_requirements(options_, baseline_);
   selector.try_first = try_first_of(states_, choice.state.state_id);
+  selector.other_hardware_weight = options_.other_hardware_weight;
   if (graph_round_ == GraphRound::pending) {
     if (auto graph = graph_round_choice(choice.state, selector)) return graph;
   }
