@@ -206,6 +206,7 @@ TEST(KnowledgeBase, RegionAttemptsFeedRegionStatsAndAreFoundByTheirKey) {
     row.slot = "region:conv1..relu";
     row.region = "conv2d>batchnorm2d>relu|float32:2^20B";
     row.region_key = key;
+    row.computation_key = "c-" + key.substr(0, 1);  // k1 and k2: one computation at two sizes
     return row;
   };
   kb.add_attempt(region(0.2, 1, "k1"));
@@ -222,11 +223,16 @@ TEST(KnowledgeBase, RegionAttemptsFeedRegionStatsAndAreFoundByTheirKey) {
   EXPECT_EQ(stats[0].n, 4);
   EXPECT_NEAR(stats[0].mean(), 0.15, 1e-12);
   EXPECT_TRUE(kb.region_stats("cuda", "memory-bound", "relu|float32:2^20B").empty());
-  const auto verified = kb.verified_regions("k1", "cuda", "NVIDIA H200");
+  using Match = KnowledgeBase::RegionMatch;
+  const auto verified = kb.verified_regions(Match::same_shapes, "k1", "cuda", "NVIDIA H200");
   ASSERT_EQ(verified.size(), 2u);  // the failure is no verified implementation
   EXPECT_DOUBLE_EQ(*verified[0].reward, 0.5);
   EXPECT_EQ(verified[0].region_key, "k1");
-  EXPECT_TRUE(kb.verified_regions("k1", "cuda", "other GPU").empty());
+  EXPECT_TRUE(kb.verified_regions(Match::same_shapes, "k1", "cuda", "other GPU").empty());
+  // By the computation key: both sizes, best first.
+  const auto any = kb.verified_regions(Match::any_shapes, "c-k", "cuda", "NVIDIA H200");
+  ASSERT_EQ(any.size(), 3u);
+  EXPECT_EQ(any[0].region_key, "k2");
   const auto rows = kb.query({.kind = "regions", .region = "batchnorm2d"});
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0]["n"], 4);
@@ -237,7 +243,8 @@ TEST(KnowledgeBase, RegionAttemptsFeedRegionStatsAndAreFoundByTheirKey) {
   EXPECT_EQ(
       copy.region_stats("cuda", "memory-bound", "conv2d>batchnorm2d>relu|float32:2^20B").at(0).n,
       4);
-  EXPECT_EQ(copy.verified_regions("k2", "cuda", "NVIDIA H200").size(), 1u);
+  EXPECT_EQ(copy.verified_regions(Match::same_shapes, "k2", "cuda", "NVIDIA H200").size(), 1u);
+  EXPECT_EQ(copy.verified_regions(Match::any_shapes, "c-k", "cuda", "NVIDIA H200").size(), 3u);
 }
 
 TEST(KnowledgeBase, AttemptsFeedRewardStatsAndAreIdempotent) {

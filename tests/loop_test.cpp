@@ -822,12 +822,14 @@ TEST_F(LoopTest, WithRegionsAStepAppliesARegionBuiltinToTheReference) {
 // two_windows() with what identifies them beyond the model (worker/mblast_regions/identity.py),
 // the convolution's window holding `share` of the time under the op names `ops`.
 ProgramRegions signed_windows(const std::string& key, double share,
-                              const std::vector<std::string>& ops = {"conv1", "relu"}) {
+                              const std::vector<std::string>& ops = {"conv1", "relu"},
+                              const std::string& computation = "") {
   auto regions = two_windows();
   regions.windows[0].ops = ops;
   regions.windows[0].share = share;
   regions.windows[0].signature = "conv2d>relu|float32:2^20B";
   regions.windows[0].key = key;
+  regions.windows[0].computation = computation.empty() ? "computation of " + key : computation;
   regions.windows[0].input_shapes = {"float32[2,3,8,8]"};
   regions.windows[1].signature = "linear|float32:2^12B";
   regions.windows[1].key = key + "-linear";
@@ -920,6 +922,42 @@ TEST_F(LoopTest, ARegionFirstRetriesWhatSpedUpTheSameComputationInAnEarlierTask)
   EXPECT_EQ((*region_step)["reused_attempt"], verified);
   EXPECT_EQ((*region_step)["reuse_held"], true);
   EXPECT_EQ((*region_step)["decision"]["by"], "region reuse");
+  EXPECT_EQ((*region_step)["reuse_shapes"], "same");
+}
+
+// The same computation at another size (its computation key) retries it too, and says so.
+TEST_F(LoopTest, ARegionFirstRetriesWhatSpedUpTheSameComputationAtOtherShapes) {
+  backend_.regions = signed_windows("k1", 0.6, {"conv1", "relu"}, "c1");
+  backend_.speedups = {{"torch_compile", 1.5}, {"torch_compile@conv1,relu", 1.2}};
+  auto first = with_compile_transform("cuda/builtin-torch-compile", 3);
+  first.regions = true;
+  run_builtins(first);
+  const std::string verified = run_dir().steps()[1]["attempt_id"];
+
+  backend_.regions = signed_windows("k2", 0.9, {"conv9", "relu9"}, "c1");  // another batch
+  backend_.speedups = {{"torch_compile@conv9,relu9", 1.3}};
+  run_ = std::make_unique<RunDir>(RunDir::create(dir_ / "run2"));
+  run_->write_config({{"options", options_to_json(options(1))}});
+  auto second = options(4);
+  second.problem = fs::path(MBLAST_SOURCE_DIR) / "tests" / "problems" / "conv_small.py";
+  second.techniques = {"cuda/builtin-torch-compile-max-autotune",
+                       "cuda/builtin-torch-compile-coordinate-descent",
+                       "cuda/builtin-torch-compile"};
+  second.regions = true;
+  run_builtins(second);
+  std::optional<nlohmann::json> region_step;
+  for (const auto& step : run_dir().steps()) {
+    if (step["slot"] == "region:conv9..relu9") {
+      region_step = step;
+      break;
+    }
+  }
+  ASSERT_TRUE(region_step.has_value());
+  EXPECT_EQ((*region_step)["technique"], "cuda/builtin-torch-compile");
+  EXPECT_EQ((*region_step)["reused_attempt"], verified);
+  EXPECT_EQ((*region_step)["reuse_held"], true);
+  EXPECT_EQ((*region_step)["decision"]["by"], "region reuse");
+  EXPECT_EQ((*region_step)["reuse_shapes"], "other");
 }
 
 // The actor working on a region is told its ops, its share and the shapes it reads.

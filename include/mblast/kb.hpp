@@ -101,10 +101,12 @@ struct AttemptRow {
   std::optional<double> reward;
   std::int64_t tokens = 0;
   std::string created_at;  // ISO 8601 UTC; now() when empty
-  // An attempt on a region window: the region's signature (kinds|shape class) and exact key
-  // (worker/mblast_regions/identity.py). Its reward goes to region_stats, not reward_stats.
+  // An attempt on a region window: the region's signature (kinds|shape class), exact key and
+  // computation key (worker/mblast_regions/identity.py). Its reward goes to region_stats, not
+  // reward_stats.
   std::optional<std::string> region;
   std::optional<std::string> region_key;
+  std::optional<std::string> computation_key;  // the region's key without shapes
 };
 
 struct ImplementationRow {
@@ -219,9 +221,11 @@ class KnowledgeBase {
   // The statistics of one region signature (kinds|shape class) in a state, as whole-model ones.
   std::vector<RewardStat> region_stats(const std::string& backend, const std::string& state_id,
                                        const std::string& region) const;
-  // Correct attempts that sped up a region with this exact key on this backend and hardware,
-  // best reward first: where the same computation was made faster before.
-  std::vector<AttemptRow> verified_regions(const std::string& region_key,
+  // Correct attempts that sped up a region with this key on this backend and hardware, best
+  // reward first: where the same computation was made faster before, at the same shapes (the
+  // region's exact key) or at any (its computation key).
+  enum class RegionMatch { same_shapes, any_shapes };
+  std::vector<AttemptRow> verified_regions(RegionMatch match, const std::string& key,
                                            const std::string& backend,
                                            const std::string& hardware) const;
   std::vector<ClaimRow> claims(const std::string& state_id, const std::string& technique_id,

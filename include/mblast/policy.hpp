@@ -116,8 +116,9 @@ struct Slot {
   int visits = 0;
   std::vector<std::string> ops;       // a region window's torch.fx ops (empty for the others)
   std::vector<std::string> op_kinds;  // and their kinds ("conv2d"), for built-ins' needs_ops
-  // A region window's signature, exact key and input shapes (RegionWindow); empty otherwise.
-  std::string region_signature, region_key;
+  // A region window's signature, exact key, computation key and input shapes (RegionWindow);
+  // empty otherwise.
+  std::string region_signature, region_key, region_computation;
   std::vector<std::string> input_shapes;
 };
 

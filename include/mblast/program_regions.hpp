@@ -25,6 +25,7 @@ struct RegionWindow {
   // "kinds|shape class", the key of its reward statistics; a hash equal only where the same
   // computation appears again; each input's "dtype[shape]". Empty from older runs' configs.
   std::string signature, key;
+  std::string computation;  // the key without the values' shapes: equal at other sizes
   std::vector<std::string> input_shapes;
 
   // "region:conv1..relu2" (or "region:conv1" for one op): the slot a step works on.

@@ -66,6 +66,9 @@ struct StepRecord {
   std::optional<double> region_reward;
   std::optional<std::string> reused_attempt;
   std::optional<bool> reuse_held;
+  // "same": the reused attempt sped up this region's exact computation and shapes; "other": the
+  // same computation at other shapes (its computation key).
+  std::optional<std::string> reuse_shapes;
   bool improved = false;            // the current implementation moved to the candidate
   bool new_best_candidate = false;  // the run's best moved to it
   // Where its speedup and its own time disagreed on whether it beat the best: what decided (eager

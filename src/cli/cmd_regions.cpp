@@ -20,8 +20,9 @@ each op's time. A window is a run of consecutive, connected ops: the ops of one 
 model (a submodule's forward, a residual block with its shortcut, up to twelve ops), or of the
 model's own ops between blocks, closed at a quarter of the time or eight ops; windows under 5 % of
 the time are left to the rest of the model. Each window shows its signature (op kinds and size
-class: its reward statistics are kept per signature) and its key, equal wherever the same
-computation at the same shapes repeats. A model the tracer cannot follow (control flow on values) is reported with the
+class: its reward statistics are kept per signature), its key, equal wherever the same
+computation at the same shapes repeats, and its computation key, equal wherever it repeats at
+other shapes (the optimizer retries what held there first). A model the tracer cannot follow (control flow on values) is reported with the
 reason; the optimizer then keeps it whole. The problem's own code runs here in a plain Python
 process, outside the judge's sandbox: give it problems you trust.)";
 
@@ -58,8 +59,9 @@ void print_regions(const RegionsCommand& c, const nlohmann::json& r) {
                              fmt::join(w.at("inputs").get<std::vector<std::string>>(), ", "),
                              fmt::join(w.at("outputs").get<std::vector<std::string>>(), ", "));
     if (w.contains("signature"))
-      std::cout << fmt::format("      {}  key {}\n", w.value("signature", std::string()),
-                               w.value("key", std::string()));
+      std::cout << fmt::format("      {}  key {}  computation {}\n",
+                               w.value("signature", std::string()), w.value("key", std::string()),
+                               w.value("computation", std::string()));
   }
   std::cout << "ops:\n";
   for (const auto& op : ops) {

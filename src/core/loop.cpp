@@ -419,12 +419,14 @@ void Loop::record_region_reuse(StepRecord& record, const Choice& choice, const S
   if (!choice.reused) return;
   record.reused_attempt = choice.reused->id;
   record.reuse_held = scored.correct && record.region_reward.value_or(0) > 0;
-  note(
-      fmt::format("step {}: {} retried {} where it sped up the same computation before (attempt "
-                  "{}, task {}): {}",
-                  record.global_step, slots_[choice.slot].id, choice.technique.id,
-                  choice.reused->id.substr(0, 12), choice.reused->task,
-                  *record.reuse_held ? "it held" : "it did not hold"));
+  const bool same_shapes = choice.reused->region_key == slots_[choice.slot].region_key;
+  record.reuse_shapes = same_shapes ? "same" : "other";
+  note(fmt::format(
+      "step {}: {} retried {} where it sped up the same computation before, at {} shapes "
+      "(attempt {}, task {}): {}",
+      record.global_step, slots_[choice.slot].id, choice.technique.id, *record.reuse_shapes,
+      choice.reused->id.substr(0, 12), choice.reused->task,
+      *record.reuse_held ? "it held" : "it did not hold"));
 }
 
 namespace {
@@ -589,6 +591,7 @@ Loop::Committed Loop::commit(const Choice& choice, const std::vector<Evaluation>
                                    iteration, step_in_iteration, last ? reward : std::nullopt);
       if (!slot.region_signature.empty()) row.region = slot.region_signature;
       if (!slot.region_key.empty()) row.region_key = slot.region_key;
+      if (!slot.region_computation.empty()) row.computation_key = slot.region_computation;
       committed.attempt_id = kb_.add_attempt(std::move(row));
     }
     rollout_.back().attempt_id = committed.attempt_id;

@@ -55,7 +55,7 @@ void Loop::add_region_slots() {
   std::string listed;
   for (const auto& window : regions->windows) {
     slots_.push_back({window.slot_id(), window.share, 0, 0, window.ops, window.op_kinds,
-                      window.signature, window.key, window.input_shapes});
+                      window.signature, window.key, window.computation, window.input_shapes});
     listed += fmt::format("{}{} ({:.0f}%)", listed.empty() ? "" : ", ", window.slot_id(),
                           window.share * 100);
   }
@@ -63,22 +63,28 @@ void Loop::add_region_slots() {
                    regions->windows.size() == 1 ? "" : "s", listed.empty() ? "" : ": ", listed));
 }
 
-// Where the same computation (the region's exact key) was made faster before on this backend and
-// hardware, in this run or an earlier one, by a built-in that may still be applied here: the best
-// such attempt, whose technique the region tries first. (An LLM's region candidate is a whole
-// model file, so only built-ins carry over.)
+// Where the same computation was made faster before on this backend and hardware, in this run or
+// an earlier one, by a built-in that may still be applied here: the best such attempt at the same
+// shapes (the region's exact key), else at other shapes (its computation key); the region tries
+// its technique first. (An LLM's region candidate is a whole model file, so only built-ins carry
+// over.)
 std::optional<AttemptRow> Loop::region_reuse(const Slot& slot,
                                              const std::vector<TechniqueRow>& eligible,
                                              const SelectorConfig& selector) const {
-  if (slot.region_key.empty()) return std::nullopt;
-  for (auto& attempt : kb_.verified_regions(slot.region_key, options_.judge.backend, hardware_)) {
-    const auto technique = std::find_if(eligible.begin(), eligible.end(), [&](const auto& t) {
-      return t.id == *attempt.technique_id;
-    });
-    if (technique == eligible.end() || technique->implementer != "builtin" ||
-        !technique_unavailable(*technique, options_.judge.backend, selector).empty())
-      continue;
-    return std::move(attempt);
+  using Match = KnowledgeBase::RegionMatch;
+  const std::pair<Match, const std::string*> lookups[] = {
+      {Match::same_shapes, &slot.region_key}, {Match::any_shapes, &slot.region_computation}};
+  for (const auto& [match, key] : lookups) {
+    if (key->empty()) continue;
+    for (auto& attempt : kb_.verified_regions(match, *key, options_.judge.backend, hardware_)) {
+      const auto technique = std::find_if(eligible.begin(), eligible.end(), [&](const auto& t) {
+        return t.id == *attempt.technique_id;
+      });
+      if (technique == eligible.end() || technique->implementer != "builtin" ||
+          !technique_unavailable(*technique, options_.judge.backend, selector).empty())
+        continue;
+      return std::move(attempt);
+    }
   }
   return std::nullopt;
 }

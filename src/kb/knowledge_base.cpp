@@ -221,9 +221,8 @@ std::string KnowledgeBase::add_attempt(AttemptRow row) {
     auto& stmt = db_->cached(
         "INSERT INTO attempts (id, run_id, task, slot, state_id, technique_id, backend, hardware, "
         "iteration, step, candidate_hash, outcome, error, time_ms, baseline_ms, speedup, reward, "
-        "tokens, created_at, region, region_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-        "?, "
-        "?, ?, ?, ?, ?, ?) "
+        "tokens, created_at, region, region_key, computation_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
+        "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (id) DO NOTHING");
     stmt.bind(1, row.id)
         .bind(2, row.run_id)
@@ -246,6 +245,7 @@ std::string KnowledgeBase::add_attempt(AttemptRow row) {
         .bind(19, row.created_at)
         .bind(20, row.region)
         .bind(21, row.region_key)
+        .bind(22, row.computation_key)
         .run();
   });
   return row.id;

@@ -133,14 +133,16 @@ std::vector<RewardStat> KnowledgeBase::region_stats(const std::string& backend,
   return reward_stat_rows(stmt);
 }
 
-std::vector<AttemptRow> KnowledgeBase::verified_regions(const std::string& region_key,
+std::vector<AttemptRow> KnowledgeBase::verified_regions(const RegionMatch match,
+                                                        const std::string& key,
                                                         const std::string& backend,
                                                         const std::string& hardware) const {
-  auto stmt = db_->prepare(
-      "SELECT * FROM attempts WHERE region_key = ?1 AND backend = ?2 AND hardware = ?3 AND "
-      "outcome = 'correct' AND reward > 0 AND technique_id IS NOT NULL "
-      "ORDER BY reward DESC, created_at, id");
-  stmt.bind(1, region_key).bind(2, backend).bind(3, hardware);
+  const std::string column = match == RegionMatch::same_shapes ? "region_key" : "computation_key";
+  auto stmt = db_->prepare("SELECT * FROM attempts WHERE " + column +
+                           " = ?1 AND backend = ?2 AND hardware = ?3 AND "
+                           "outcome = 'correct' AND reward > 0 AND technique_id IS NOT NULL "
+                           "ORDER BY reward DESC, created_at, id");
+  stmt.bind(1, key).bind(2, backend).bind(3, hardware);
   std::vector<AttemptRow> rows;
   while (stmt.step()) rows.push_back(kb::attempt_from(stmt));
   return rows;
@@ -222,7 +224,7 @@ nlohmann::json KnowledgeBase::query(const KbQuery& q) const {
     select =
         "SELECT id, created_at, task, slot, state_id, technique_id, backend, hardware, outcome, "
         "speedup, reward, time_ms, baseline_ms, tokens, iteration, step, run_id, candidate_hash, "
-        "error, region, region_key FROM attempts";
+        "error, region, region_key, computation_key FROM attempts";
     where.add(q.task, "task = " + where.next());
     where.add(q.region, "instr(region, " + where.next() + ") > 0");
     where.add(q.backend, "backend = " + where.next());

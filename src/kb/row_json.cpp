@@ -64,6 +64,7 @@ nlohmann::json to_json(const AttemptRow& r) {
   // it was before regions were recorded.
   if (r.region) j["region"] = *r.region;
   if (r.region_key) j["region_key"] = *r.region_key;
+  if (r.computation_key) j["computation_key"] = *r.computation_key;
   return j;
 }
 
@@ -138,6 +139,7 @@ AttemptRow attempt_from(const sql::Stmt& stmt) {
   row.created_at = c.text("created_at");
   row.region = c.opt_text("region");
   row.region_key = c.opt_text("region_key");
+  row.computation_key = c.opt_text("computation_key");
   return row;
 }
 

@@ -58,6 +58,7 @@ ProgramRegions ProgramRegions::from_json(const nlohmann::json& object) {
     window.op_kinds = read_lenient_strings(w, "op_kinds");
     read_lenient(w, "signature", window.signature);
     read_lenient(w, "key", window.key);
+    read_lenient(w, "computation", window.computation);
     window.input_shapes = read_lenient_strings(w, "input_shapes");
     if (window.op_kinds.empty()) {
       for (const auto& op : window.ops) {
@@ -80,6 +81,7 @@ nlohmann::json ProgramRegions::to_json() const {
                       {"op_kinds", w.op_kinds},
                       {"signature", w.signature},
                       {"key", w.key},
+                      {"computation", w.computation},
                       {"input_shapes", w.input_shapes}});
   }
   nlohmann::json j = {{"captured", captured}, {"windows", listed}};

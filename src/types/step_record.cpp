@@ -53,6 +53,7 @@ json StepRecord::to_json() const {
   if (region_reward) line["region_reward"] = *region_reward;
   if (reused_attempt) line["reused_attempt"] = *reused_attempt;
   if (reuse_held) line["reuse_held"] = *reuse_held;
+  if (reuse_shapes) line["reuse_shapes"] = *reuse_shapes;
   line["improved"] = improved;
   line["new_best_candidate"] = new_best_candidate;
   if (selection_note) line["selection_note"] = *selection_note;
@@ -115,6 +116,7 @@ StepRecord StepRecord::from_json(const json& line) {
   read_lenient(line, "region_reward", r.region_reward);
   read_lenient(line, "reused_attempt", r.reused_attempt);
   read_lenient(line, "reuse_held", r.reuse_held);
+  read_lenient(line, "reuse_shapes", r.reuse_shapes);
   read_lenient(line, "improved", r.improved);
   read_lenient(line, "new_best_candidate", r.new_best_candidate);
   read_lenient(line, "selection_note", r.selection_note);

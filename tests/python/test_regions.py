@@ -221,11 +221,17 @@ def test_the_same_computation_at_the_same_shapes_has_one_key_and_another_width_a
     # 2*4*16*16 floats read and as many written: 16 KiB, in the class from 2^12 bytes.
     assert a["shape_class"] == "float32:2^12B"
     assert a["input_shapes"] == ["float32[2,4,16,16]"]
-    # The same block at another batch is another computation, in the same class here.
+    # The same block at another batch has another key, in the same class here, and the same
+    # computation; another width is another computation.
     bigger = capture(TwoSameBlocks().eval(), [torch.randn(3, 4, 16, 16)])
     assert bigger.module is not None
     other = region_identity(bigger.module, window_of(bigger.module, ["a", "relu"]))
     assert other["key"] != a["key"] and other["signature"] == a["signature"]
+    assert other["computation"] == a["computation"] == b["computation"] != c["computation"]
+    wider = capture(TwoSameBlocks().eval(), [torch.randn(2, 4, 32, 24)])
+    assert wider.module is not None
+    at_another_size = region_identity(wider.module, window_of(wider.module, ["a", "relu"]))
+    assert at_another_size["computation"] == a["computation"] and at_another_size["key"] != a["key"]
 
 
 class ShortcutBlock(nn.Module):

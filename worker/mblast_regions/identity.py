@@ -7,6 +7,9 @@
 - key: a hash of every op's exact configuration (module settings, constant arguments, which value
   it reads) and every shape: equal only where the same computation appears again, as the blocks of
   one ResNet stage do, so that a region's verified implementation is retried there first;
+- computation: the same hash with the shapes of the values left out (their dtypes and ranks kept):
+  equal where the same computation runs at other sizes (another batch, another image size), so
+  that what held at one size is retried first at another;
 - input_shapes: "float32[10,64,56,56]" per window input, for the agents.
 """
 
@@ -32,15 +35,20 @@ def region_identity(module: GraphModule, window: Window) -> Dict[str, Any]:
     read = [_metas(node) for node in inputs]
     written = [_metas(nodes[name]) for name in window.outputs]
     shape_class = _shape_class([m for ms in read for m in ms], [m for ms in written for m in ms])
-    canonical = "\n".join(_op_text(module, node, window) for node in ops)
-    canonical += "\nin " + ";".join(_value_text(node) for node in inputs)
     return {
         "kinds": kinds,
         "shape_class": shape_class,
         "signature": f"{kinds}|{shape_class}",
-        "key": hashlib.sha256(canonical.encode()).hexdigest()[:16],
+        "key": _hash(module, ops, inputs, window, shapes=True),
+        "computation": _hash(module, ops, inputs, window, shapes=False),
         "input_shapes": [_value_text(node) for node in inputs],
     }
+
+
+def _hash(module: GraphModule, ops: List[Node], inputs: List[Node], window: Window, shapes: bool) -> str:
+    canonical = "\n".join(_op_text(module, node, window, shapes) for node in ops)
+    canonical += "\nin " + ";".join(_value_text(node, shapes) for node in inputs)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def _kind(module: GraphModule, node: Node) -> str:
@@ -64,11 +72,17 @@ def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
 
-def _value_text(node: Node) -> str:
+def _value_text(node: Node, shapes: bool = True) -> str:
+    """"float32[10,64,56,56]"; without shapes, its rank only: "float32[4d]"."""
     metas = _metas(node)
     if not metas:
         return "value"
-    return ",".join(f"{_dtype_name(m.dtype)}[{','.join(str(d) for d in m.shape)}]" for m in metas)
+    return ",".join(_tensor_text(m.dtype, m.shape, shapes) for m in metas)
+
+
+def _tensor_text(dtype: torch.dtype, shape: Any, shapes: bool) -> str:
+    dims = ",".join(str(d) for d in shape) if shapes else f"{len(shape)}d"
+    return f"{_dtype_name(dtype)}[{dims}]"
 
 
 def _nbytes(meta: Any) -> int:
@@ -84,21 +98,21 @@ def _shape_class(read: List[Any], written: List[Any]) -> str:
     return f"{dtype}:2^{bucket}B"
 
 
-def _op_text(module: GraphModule, node: Node, window: Window) -> str:
+def _op_text(module: GraphModule, node: Node, window: Window, shapes: bool) -> str:
     """One op as the key sees it: its kind and settings, what it reads (an earlier op of the window
     by position, a window input by position, a parameter by shape, a constant by value) and its
-    output's shape."""
+    output's shape (with `shapes`; else dtypes and ranks)."""
     if node.op == "call_module":
         sub = module.get_submodule(str(node.target))
         head = f"{type(sub).__name__}({sub.extra_repr()})"
     else:
         head = f"{OP_KINDS[node.op]}:{getattr(node.target, '__qualname__', node.target)}"
-    args = torch.fx.node.map_aggregate(node.args, lambda a: _arg_text(module, a, window))
-    kwargs = torch.fx.node.map_aggregate(dict(node.kwargs), lambda a: _arg_text(module, a, window))
-    return f"{head} {args} {kwargs} -> {_value_text(node)}"
+    args = torch.fx.node.map_aggregate(node.args, lambda a: _arg_text(module, a, window, shapes))
+    kwargs = torch.fx.node.map_aggregate(dict(node.kwargs), lambda a: _arg_text(module, a, window, shapes))
+    return f"{head} {args} {kwargs} -> {_value_text(node, shapes)}"
 
 
-def _arg_text(module: GraphModule, arg: Any, window: Window) -> Optional[str]:
+def _arg_text(module: GraphModule, arg: Any, window: Window, shapes: bool) -> Optional[str]:
     if not isinstance(arg, Node):
         return repr(arg)
     if arg.name in window.ops:
@@ -108,7 +122,7 @@ def _arg_text(module: GraphModule, arg: Any, window: Window) -> Optional[str]:
     if arg.op == "get_attr":
         value = attribute(module, str(arg.target))
         if isinstance(value, torch.Tensor):
-            return f"param {_dtype_name(value.dtype)}[{','.join(str(d) for d in value.shape)}]"
+            return f"param {_tensor_text(value.dtype, value.shape, shapes)}"
         return f"attr {value!r}"
     return "value"
 
