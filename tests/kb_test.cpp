@@ -10,6 +10,7 @@
 #include "kb/sqlite.hpp"
 #include "mblast/error.hpp"
 #include "mblast/kb.hpp"
+#include "mblast/policy.hpp"
 #include "test_support.hpp"
 
 namespace mblast {
@@ -413,6 +414,61 @@ TEST(KnowledgeBase, MergeIsIdempotentAndCountsEvidenceOnce) {
   EXPECT_EQ(out.reward_stats("cuda", "memory-bound")[0].n, 11);
   EXPECT_THROW(out.merge_from(dir / "out.sqlite"), Error);
   EXPECT_EQ(out.integrity_check(), "ok");
+}
+
+// Two machines' KBs merged decide as one KB that saw both machines' runs: the selector reads the
+// same statistics, per (state, technique, hardware), and picks the same arms.
+TEST(KnowledgeBase, AMergedKbDecidesAsOneThatSawBothRuns) {
+  TempDir dir;
+  std::vector<AttemptRow> on_a, on_b;
+  {
+    KnowledgeBase probe(dir / "probe.sqlite");
+    const auto techniques = probe.techniques("cuda");
+    for (std::int64_t i = 0; i < 12; ++i) {
+      auto row = attempt("task" + std::to_string(i % 3), i % 2 ? "memory-bound" : "latency-bound",
+                         techniques.at(static_cast<std::size_t>(i % 4)).id,
+                         0.1 * static_cast<double>(i % 5) - 0.15, i);
+      row.created_at = "2026-11-01T00:00:" + std::to_string(10 + i) + ".000Z";
+      row.hardware = i % 3 ? "NVIDIA H200" : "cpu: AMD EPYC";
+      (i < 7 ? on_a : on_b).push_back(row);
+    }
+  }
+  {
+    KnowledgeBase a(dir / "a.sqlite"), b(dir / "b.sqlite"), both(dir / "both.sqlite");
+    for (const auto& row : on_a) a.add_attempt(row);
+    for (const auto& row : on_b) b.add_attempt(row);
+    for (const auto& row : on_a) both.add_attempt(row);
+    for (const auto& row : on_b) both.add_attempt(row);
+  }
+  KnowledgeBase merged(dir / "merged.sqlite");
+  merged.merge_from(dir / "a.sqlite");
+  merged.merge_from(dir / "b.sqlite");
+  KnowledgeBase both(dir / "both.sqlite");
+  auto rows = [](const std::vector<RewardStat>& stats) {
+    std::vector<std::string> out;
+    for (const auto& s : stats) {
+      out.push_back(s.state_id + " " + s.technique_id + " " + s.hardware + " " +
+                    std::to_string(s.n) + " " + std::to_string(s.sum_reward));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(rows(merged.reward_stats("cuda")), rows(both.reward_stats("cuda")));
+  EXPECT_EQ(merged.query({.kind = "rewards"}), both.query({.kind = "rewards"}));
+  const auto techniques = both.techniques("cuda");
+  for (const std::string state : {"memory-bound", "latency-bound"}) {
+    for (const std::uint64_t seed : {1u, 2u, 3u}) {
+      const auto from_merged = select_technique(techniques, merged.reward_stats("cuda", state),
+                                                state, "cuda", "NVIDIA H200", {}, seed);
+      const auto from_both = select_technique(techniques, both.reward_stats("cuda", state), state,
+                                              "cuda", "NVIDIA H200", {}, seed);
+      EXPECT_EQ(from_merged.technique_id, from_both.technique_id) << state << " " << seed;
+      ASSERT_EQ(from_merged.arms.size(), from_both.arms.size());
+      for (std::size_t i = 0; i < from_both.arms.size(); ++i) {
+        EXPECT_DOUBLE_EQ(from_merged.arms[i].score, from_both.arms[i].score);
+      }
+    }
+  }
 }
 
 TEST(KnowledgeBase, MergeUpgradesAnOldSourceWithoutTouchingIt) {
