@@ -23,6 +23,10 @@ the seed catalogue's built-in techniques (kb_schema/seed/techniques.json):
                               slices; the forward traced with torch.fx at the first call, through
                               mblast_regions/cut.py as region candidates are (below); the base's forward
                               as it is where the trace fails or finds no such modules
+  batchnorm_fold              each convolution followed by a batch norm in eval mode (running
+                              statistics) as one convolution with rescaled weights and a shifted bias,
+                              traced as sibling_merge is; in training mode, where batch norm uses each
+                              batch's statistics, nothing folds and no candidate is made
 
 Transforms compose: "A+B" applies A, then B over A's ModelNew (channels_last+torch_compile compiles
 the channels-last model; torch_compile+cuda_graph captures the compiled forward in a graph).
@@ -236,6 +240,22 @@ def _merged_graph(model, base_forward):
 ''' + _traced_once_model("merged", "_merged_graph(self, super().forward)",
                          "super().forward(*inputs) if merged is False else merged(*inputs)")
 
+# The same, for convolution and batch norm pairs; a model in training mode folds nothing.
+_BODIES["batchnorm_fold"] = '''
+
+def _folded_graph(model, base_forward):
+    if model.training:
+        return False
+    try:
+        traced = _cut["trace_base"](model, base_forward)
+    except ValueError:
+        return False  # the base's forward as it is
+    return traced if _cut["fold_batchnorms"](traced) else False
+''' + _traced_once_model("folded", "_folded_graph(self, super().forward)",
+                         "super().forward(*inputs) if folded is False else folded(*inputs)")
+
+_TRACED_TRANSFORMS = ("sibling_merge", "batchnorm_fold")
+
 _COMPILE_MODES = {
     "torch_compile": "",
     "torch_compile_max_autotune": ', mode="max-autotune-no-cudagraphs"',
@@ -317,7 +337,7 @@ REGION_TRANSFORMS = tuple(sorted({"channels_last", "cudnn_benchmark"} | set(_COM
 def _body(transform: str) -> str:
     if transform in _COMPILE_MODES:
         return _BODIES["torch_compile"].replace("{mode}", _COMPILE_MODES[transform])
-    if transform == "sibling_merge":
+    if transform in _TRACED_TRANSFORMS:
         return f"\n_CUT_SOURCE = {_CUT_PATH.read_text(encoding='utf-8')!r}\n" + _REGION_CUT + _BODIES[transform]
     if transform in _BODIES:
         return _BODIES[transform]
@@ -378,14 +398,28 @@ def make_region_candidate(source: str, transform: str, ops: Sequence[str], over:
             + f"_REGION_OPS = {ops!r}\n" + wrap + _REGION_MODEL)
 
 
+def _cut_as_candidates_run_it() -> dict:
+    """mblast_regions/cut.py run as a candidate runs it (mblast_builtin imports no other package)."""
+    cut: dict = {"__name__": "mblast_regions_cut"}
+    exec(compile(_CUT_PATH.read_text(encoding="utf-8"), str(_CUT_PATH), "exec", dont_inherit=True), cut)
+    return cut
+
+
 def sibling_groups(model) -> list[list[str]]:  # noqa: ANN001 - a torch.nn.Module; torch is imported late
     """The submodules that sibling_merge merges in `model`, by name, group by group: its forward traced as
     the candidate traces its base's (a ValueError where torch.fx cannot), with cut.py run as the candidate
     runs it (mblast_builtin imports no other package)."""
-    cut: dict = {"__name__": "mblast_regions_cut"}
-    exec(compile(_CUT_PATH.read_text(encoding="utf-8"), str(_CUT_PATH), "exec", dont_inherit=True), cut)
+    cut = _cut_as_candidates_run_it()
     traced = cut["trace_base"](model, type(model).forward)
     return [[str(node.target) for node in group] for group in cut["sibling_groups"](traced)]
+
+
+def batchnorm_pairs(model) -> list[list[str]]:  # noqa: ANN001 - a torch.nn.Module
+    """The (convolution, batch norm) submodules that batchnorm_fold folds in `model`, by name, traced as
+    the candidate traces its base's."""
+    cut = _cut_as_candidates_run_it()
+    traced = cut["trace_base"](model, type(model).forward)
+    return [[str(conv.target), str(norm.target)] for conv, norm in cut["conv_batchnorm_pairs"](traced)]
 
 
 def _check_base_traceable(candidate_source: str) -> None:
@@ -406,12 +440,15 @@ def _check_base_traceable(candidate_source: str) -> None:
 NOTHING_TO_CHANGE = 3  # main's exit code where a transform would give a candidate no different from its base
 
 
-def nothing_to_merge(source: str, over: bool) -> str:
-    """Why sibling_merge would change nothing here ("" where it may): it merges only what the problem's
-    Model's forward shows when traced, and built-in candidates' forwards (*inputs) do not trace. The Model
-    is built as the problem builds it, on the meta device where torch has one (no memory, no time)."""
+def nothing_to_change(source: str, transform: str, over: bool) -> str:
+    """Why a traced transform (sibling_merge, batchnorm_fold) would change nothing here ("" where it may):
+    it changes only what the problem's Model's forward shows when traced, and built-in candidates'
+    forwards (*inputs) do not trace. The Model is built as the problem builds it, on the meta device
+    where torch has one (no memory, no time)."""
+    if transform not in _TRACED_TRANSFORMS:
+        return ""
     if over:
-        return "sibling_merge applies to the problem's Model, not over another candidate"
+        return f"{transform} applies to the problem's Model, not over another candidate"
     import torch  # noqa: PLC0415 - only this check needs torch at generation time
 
     problem: dict = {"__name__": "mblast_problem"}
@@ -420,10 +457,20 @@ def nothing_to_merge(source: str, over: bool) -> str:
         device = torch.device("meta") if hasattr(torch.device, "__enter__") else None
         with device if device is not None else torch.no_grad():
             model = problem["Model"](*problem["get_init_inputs"]())
-        groups = sibling_groups(model)
+        if transform == "sibling_merge":
+            found = sibling_groups(model)
+        elif model.training:
+            return ("the Model runs in training mode, where batch norm normalizes by each batch's own "
+                    "statistics: nothing folds")
+        else:
+            found = batchnorm_pairs(model)
     except Exception:  # noqa: BLE001 - what cannot be checked here is left to the judge
         return ""
-    return "" if groups else "no linear or convolution modules read the same input in the Model's forward"
+    if found:
+        return ""
+    return {"sibling_merge": "no linear or convolution modules read the same input in the Model's forward",
+            "batchnorm_fold": "no convolution is followed by a batch norm that only it feeds in the Model's "
+                              "forward"}[transform]
 
 
 def main(argv: list[str]) -> int:
@@ -441,7 +488,7 @@ def main(argv: list[str]) -> int:
     try:
         with open(path, encoding="utf-8") as f:
             source = f.read()
-        why_not = nothing_to_merge(source, over) if ops is None and transform.split("+")[0] == "sibling_merge" else ""
+        why_not = nothing_to_change(source, transform.split("+")[0], over) if ops is None else ""
         if why_not:
             print(f"mblast_builtin: nothing to change: {why_not}", file=sys.stderr)
             return NOTHING_TO_CHANGE

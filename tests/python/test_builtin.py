@@ -17,7 +17,7 @@ from mblast_builtin import (NOTHING_TO_CHANGE, REGION_TRANSFORMS, TRANSFORMS, ma
 
 SEED_TRANSFORMS = {"cuda_graph", "torch_compile", "torch_compile_max_autotune", "torch_compile_cudagraphs",
                    "torch_compile_max_autotune_cd", "channels_last", "cudnn_benchmark", "tf32", "bf16_autocast",
-                   "sibling_merge", "reference"}
+                   "sibling_merge", "batchnorm_fold", "reference"}
 
 
 def candidate_for(transform: str, problem_name: str, tmp_path: Path) -> str:

@@ -263,6 +263,93 @@ def merge_siblings(module: GraphModule) -> int:
     return len(groups)
 
 
+_BATCHNORMS = (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d, torch.nn.BatchNorm3d)
+
+
+def _plain(module: torch.nn.Module, kinds: Tuple[type, ...]) -> bool:
+    """Exactly one of `kinds` (a subclass may compute otherwise) and no hooks (a folded call skips them)."""
+    return type(module) in kinds and not module._forward_hooks and not module._forward_pre_hooks
+
+
+def conv_batchnorm_pairs(module: GraphModule) -> List[Tuple[Node, Node]]:
+    """The (convolution, batch norm) call_module pairs whose batch norm reads the convolution's output,
+    which nothing else reads, and normalizes by its running statistics (eval mode, statistics tracked):
+    each pair computes one convolution with rescaled weights and a shifted bias. In training mode batch
+    norm normalizes by each batch's own statistics and updates the running ones: nothing folds."""
+    pairs: List[Tuple[Node, Node]] = []
+    for node in module.graph.nodes:
+        if node.op != "call_module" or len(node.args) != 1 or node.kwargs:
+            continue
+        norm = module.get_submodule(str(node.target))
+        conv_node = node.args[0]
+        if not _plain(norm, _BATCHNORMS) or norm.training or norm.running_mean is None \
+                or not isinstance(conv_node, Node) or conv_node.op != "call_module" or len(conv_node.users) != 1 \
+                or len(conv_node.args) != 1 or conv_node.kwargs:
+            continue
+        conv = module.get_submodule(str(conv_node.target))
+        if _plain(conv, _CONVS) and conv.out_channels == norm.num_features:
+            pairs.append((conv_node, node))
+    return pairs
+
+
+class FoldedConvBatchNorm(torch.nn.Module):
+    """A convolution and the eval-mode batch norm after it as one convolution: weight * scale per output
+    channel, (bias - running mean) * scale + shift, scale = gamma / sqrt(running var + eps). Both modules
+    stay where they are, not registered here; the folded weights are cached until one of their
+    parameters or statistics changes (version or storage), and made afresh at each call that
+    torch.compile traces or a CUDA graph captures."""
+
+    def __init__(self, conv: torch.nn.Module, norm: torch.nn.Module) -> None:
+        super().__init__()
+        self.pair = [conv, norm]  # a plain list: not registered
+        self.cached: Any = None
+        self.key: Any = None
+
+    def _tensors_now(self) -> List[torch.Tensor]:
+        conv, norm = self.pair
+        found = [conv.weight, conv.bias, norm.weight, norm.bias, norm.running_mean, norm.running_var]
+        return [t for t in found if t is not None]
+
+    def _folded(self) -> Tuple[torch.Tensor, torch.Tensor]:
+        conv, norm = self.pair
+        scale = torch.rsqrt(norm.running_var + norm.eps)
+        if norm.weight is not None:
+            scale = scale * norm.weight
+        bias = -norm.running_mean if conv.bias is None else conv.bias - norm.running_mean
+        bias = bias * scale
+        if norm.bias is not None:
+            bias = bias + norm.bias
+        weight = conv.weight * scale.reshape((-1,) + (1,) * (conv.weight.dim() - 1))
+        return weight, bias
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if _compiling() or (x.is_cuda and torch.cuda.is_current_stream_capturing()):
+            weight, bias = self._folded()
+        else:
+            key = [torch.is_grad_enabled()] + [(t._version, t.data_ptr()) for t in self._tensors_now()]
+            if key != self.key:
+                self.cached, self.key = self._folded(), key
+            weight, bias = self.cached
+        return self.pair[0]._conv_forward(x, weight, bias)
+
+
+def fold_batchnorms(module: GraphModule) -> int:
+    """Replaces each convolution and batch norm pair (conv_batchnorm_pairs) by one call of
+    FoldedConvBatchNorm, in place; the number of pairs folded."""
+    pairs = conv_batchnorm_pairs(module)
+    for i, (conv_node, norm_node) in enumerate(pairs):
+        slot = f"mblast_folded_{i}"
+        module.add_submodule(slot, FoldedConvBatchNorm(module.get_submodule(str(conv_node.target)),
+                                                       module.get_submodule(str(norm_node.target))))
+        with module.graph.inserting_before(conv_node):
+            call = module.graph.call_module(slot, (conv_node.args[0],))
+        norm_node.replace_all_uses_with(call)
+        module.graph.erase_node(norm_node)
+        module.graph.erase_node(conv_node)
+    module.recompile()
+    return len(pairs)
+
+
 def attribute(module: torch.nn.Module, path: str) -> Any:
     """What a get_attr node's dotted target names on the module (a parameter, buffer or constant)."""
     value: Any = module
