@@ -998,6 +998,43 @@ TEST_F(LoopTest, TheActorOfARegionStepGetsTheShapesTheRegionReads) {
       << prompts[1];
 }
 
+// The actor and the fix agent of a region step read the region's code as torch.fx traced it.
+TEST_F(LoopTest, TheAgentsOfARegionStepReadTheRegionsCode) {
+  backend_.regions = signed_windows("k1", 0.9);
+  backend_.regions->windows[0].code = "def forward(self, x):\n    conv1 = self.conv1(x)";
+  auto o = options(2);
+  o.techniques = {"cuda/fuse-elementwise-into-producer"};
+  o.regions = true;
+  o.fix_attempts = 1;
+  const std::string answer = "```python file=model_new.py\nclass ModelNew: pass\n```";
+  auto prompts_of = [](std::vector<std::string>& prompts) {
+    return [&prompts](const LlmRequest& request) {
+      std::string text;
+      for (const auto& message : request.messages) text += message.content;
+      prompts.push_back(text);
+    };
+  };
+  std::vector<std::string> actor_prompts, fix_prompts;
+  auto actor = std::make_unique<FakeLlm>(std::deque<std::string>{answer, answer});
+  actor->during = prompts_of(actor_prompts);
+  auto fix = std::make_unique<FakeLlm>(std::deque<std::string>{answer, answer});
+  fix->during = prompts_of(fix_prompts);
+  optimize_detail::Agents agents;
+  agents.description = "fake";
+  agents.actor = std::move(actor);
+  agents.fix = std::move(fix);
+  run(o, agents);  // the fake backend finds every LLM candidate wrong: each step asks for a fix
+  ASSERT_EQ(run_dir().steps().at(1)["slot"], "region:conv1..relu");
+  ASSERT_EQ(actor_prompts.size(), 2u);
+  ASSERT_EQ(fix_prompts.size(), 2u);
+  const std::string code = "def forward(self, x):\n    conv1 = self.conv1(x)";
+  EXPECT_EQ(actor_prompts[0].find(code), std::string::npos);  // the whole model's step
+  EXPECT_EQ(fix_prompts[0].find(code), std::string::npos);
+  EXPECT_NE(actor_prompts[1].find(code), std::string::npos) << actor_prompts[1];
+  EXPECT_NE(fix_prompts[1].find(code), std::string::npos) << fix_prompts[1];
+  EXPECT_NE(fix_prompts[1].find("It works on the slot `region:conv1..relu`"), std::string::npos);
+}
+
 // A built-in that needs certain ops (cuDNN autotuning: a convolution) goes only to the regions
 // that hold them.
 TEST_F(LoopTest, ARegionBuiltinGoesOnlyWhereItsOpsAre) {

@@ -62,6 +62,7 @@ struct ActorContext {
   std::string hardware;          // e.g. "NVIDIA H200"
   std::string slot = "model";    // the operator or region chosen by the operator selector
   std::string slot_detail;       // what that slot covers, when it is not the whole model
+  std::string slot_code;         // a region slot's ops as Python (torch.fx), else empty
   CurrentImplementation current;
   StateRow state;
   std::vector<StateEvidence> evidence;
@@ -97,7 +98,8 @@ struct FixContext {
   std::string device = "cuda";
   AgentFormat format;
   std::string hardware;
-  std::optional<TechniqueRow> technique;  // what the failing candidate tried to apply
+  std::optional<TechniqueRow> technique;     // what the failing candidate tried to apply
+  std::string slot, slot_detail, slot_code;  // as the actor had them (ActorContext)
   std::string candidate_source;
   FailureReport failure;
   std::vector<FixAttempt> earlier;  // oldest first

@@ -120,6 +120,7 @@ struct Slot {
   // empty otherwise.
   std::string region_signature, region_key, region_computation;
   std::vector<std::string> input_shapes;
+  std::string region_code;  // the window as Python, for the agents
 };
 
 struct OperatorSelectorConfig {

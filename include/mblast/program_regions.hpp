@@ -27,6 +27,8 @@ struct RegionWindow {
   std::string signature, key;
   std::string computation;  // the key without the values' shapes: equal at other sizes
   std::vector<std::string> input_shapes;
+  // The window as Python an agent reads: the submodules it calls, then torch.fx's forward for it.
+  std::string code;
 
   // "region:conv1..relu2" (or "region:conv1" for one op): the slot a step works on.
   std::string slot_id() const;

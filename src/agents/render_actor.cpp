@@ -101,6 +101,8 @@ std::vector<LlmMessage> render_actor(const ActorContext& c) {
   data.set("slot", c.slot);
   data.set("has_slot_detail", !c.slot_detail.empty());
   data.set("slot_detail", c.slot_detail);
+  data.set("has_slot_code", !c.slot_code.empty());
+  data.set("slot_code", agents::block_text(c.slot_code));
 
   data.set("current_is_reference", c.current.is_reference);
   data.set("current_source", agents::block_text(c.current.source));

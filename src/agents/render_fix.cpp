@@ -33,6 +33,11 @@ std::vector<LlmMessage> render_fix(const FixContext& c) {
   data.set("technique_id", c.technique ? c.technique->id : "");
   data.set("technique_name", c.technique ? c.technique->name : "");
   data.set("candidate_source", agents::block_text(c.candidate_source));
+  data.set("slot", c.slot);
+  data.set("has_slot_detail", !c.slot_detail.empty());
+  data.set("slot_detail", c.slot_detail);
+  data.set("has_slot_code", !c.slot_code.empty());
+  data.set("slot_code", agents::block_text(c.slot_code));
 
   const auto& f = c.failure;
   bool known = false;

@@ -746,6 +746,7 @@ std::vector<Evaluation> Loop::llm_candidate(const TechniqueRow& technique, const
         fmt::join(slot.ops, ", "), slot.time_share * 100);
     if (!slot.input_shapes.empty())
       actor.slot_detail += fmt::format("; it reads {}", fmt::join(slot.input_shapes, ", "));
+    actor.slot_code = slot.region_code;
   } else if (slot.id != "model") {
     actor.slot_detail =
         fmt::format("{} takes {:.0f}% of the reference's time", slot.id, slot.time_share * 100);
@@ -809,6 +810,9 @@ std::vector<Evaluation> Loop::llm_candidate(const TechniqueRow& technique, const
     context.format = actor.format;
     context.hardware = hardware_;
     context.technique = technique;
+    context.slot = actor.slot;
+    context.slot_detail = actor.slot_detail;
+    context.slot_code = actor.slot_code;
     context.candidate_source = read_text_file(failed.file, "candidate");
     context.failure = failure_report(failed.result);
     context.earlier = earlier;

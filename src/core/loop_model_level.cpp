@@ -55,7 +55,8 @@ void Loop::add_region_slots() {
   std::string listed;
   for (const auto& window : regions->windows) {
     slots_.push_back({window.slot_id(), window.share, 0, 0, window.ops, window.op_kinds,
-                      window.signature, window.key, window.computation, window.input_shapes});
+                      window.signature, window.key, window.computation, window.input_shapes,
+                      window.code});
     listed += fmt::format("{}{} ({:.0f}%)", listed.empty() ? "" : ", ", window.slot_id(),
                           window.share * 100);
   }

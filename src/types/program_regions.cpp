@@ -60,6 +60,7 @@ ProgramRegions ProgramRegions::from_json(const nlohmann::json& object) {
     read_lenient(w, "key", window.key);
     read_lenient(w, "computation", window.computation);
     window.input_shapes = read_lenient_strings(w, "input_shapes");
+    read_lenient(w, "code", window.code);
     if (window.op_kinds.empty()) {
       for (const auto& op : window.ops) {
         if (const auto it = kinds.find(op); it != kinds.end())
@@ -82,7 +83,8 @@ nlohmann::json ProgramRegions::to_json() const {
                       {"signature", w.signature},
                       {"key", w.key},
                       {"computation", w.computation},
-                      {"input_shapes", w.input_shapes}});
+                      {"input_shapes", w.input_shapes},
+                      {"code", w.code}});
   }
   nlohmann::json j = {{"captured", captured}, {"windows", listed}};
   if (!failure.empty()) j["failure"] = failure;

@@ -149,6 +149,10 @@ def test_the_command_line_prints_the_graph_and_windows_of_a_problem() -> None:
     result = json.loads(done.stdout)
     assert result["captured"] is True and result["ops"] and result["windows_recompose"] is True
     assert all(w["signature"].startswith(w["kinds"] + "|") and len(w["key"]) == 16 for w in result["windows"])
+    # Each window's code, for the agents: the submodules it calls, then its forward, without fx's frees.
+    conv = next(w for w in result["windows"] if w["ops"] == ["conv"])
+    assert conv["code"].startswith("# self.conv = Conv2d(3, 8, kernel_size=(3, 3)")
+    assert "def forward(self, x):" in conv["code"] and "= None" not in conv["code"]
     assert abs(sum(op["share"] for op in result["ops"]) - 1.0) < 1e-6
     missing = subprocess.run([sys.executable, "-m", "mblast_regions", str(Path(PROBLEMS / "no_such.py"))],
                              env=worker_env(), capture_output=True, text=True, timeout=120)

@@ -11,7 +11,7 @@ import torch
 from mblast_worker.errors import TaskError
 from mblast_worker.loader import call_input_fn, construct, load_problem
 
-from .extract import outputs_of, region_module, replace_region, same_values
+from .extract import outputs_of, region_code, region_module, replace_region, same_values
 from .graph import capture
 from .identity import region_identity
 from .timing import op_times, time_shares
@@ -40,7 +40,8 @@ def regions_of(path: str, device_name: str, seed: int = 0) -> Dict[str, Any]:
     for op in ops:
         op["share"] = shares.get(op["name"], 0.0)
     return {"captured": True, "inputs": captured.graph.inputs, "outputs": captured.graph.outputs, "ops": ops,
-            "windows": [{**w.to_json(), **region_identity(module, w)} for w in windows], "windows_recompose": all(checks)}
+            "windows": [{**w.to_json(), **region_identity(module, w), "code": region_code(module, w)} for w in windows],
+            "windows_recompose": all(checks)}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
