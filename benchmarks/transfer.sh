@@ -15,7 +15,8 @@ The transfer benchmark of the knowledge base (KB), with the built-in techniques 
      (OUT/train/kb.sqlite);
   2. test: every "test" problem twice with the same seed and budget: warm, from a copy of the
      trained KB (or of --prior-kb), and cold, from an empty KB; each run has its own copy, so
-     the test problems do not learn from each other;
+     the test problems do not learn from each other; the two alternate which runs first, as
+     compile caches are shared;
   3. report: \`mblast report OUT/warm --against OUT/cold\`: per level and overall, the
      evaluations until a run first came within 5 % of its own final best, the final best and the
      wall, warm against cold, and the running best per evaluation on both sides.
@@ -177,9 +178,14 @@ if [[ $phase == all || $phase == test ]]; then
   [[ -f $source_kb ]] || die "no trained KB at $source_kb" "run --phase train first (its logs are $out/train/runs/*.log), or give --prior-kb FILE"
   mkdir -p "$out/warm/kbs" "$out/cold/kbs"
   note "test: ${#test[@]} problems, warm (from $source_kb) and cold (empty KB)"
+  # Compile caches (Inductor's, mblast's build cache) are shared, so the second run of a problem may
+  # build faster: the order alternates, warm first on every other problem.
+  order=0
   for p in "${test[@]}"; do
     name=$(run_name "$p")
-    for side in warm cold; do
+    sides="warm cold"
+    ((order++ % 2)) && sides="cold warm"
+    for side in $sides; do
       kb=$out/$side/kbs/$name.sqlite
       if [[ ! -f $out/$side/runs/$name/run.json ]]; then
         rm -f "$kb" "$kb-wal" "$kb-shm"
