@@ -889,44 +889,15 @@ TEST_F(LoopTest, ARegionStepWithNothingToChangeEarnsNothing) {
   EXPECT_EQ(kb.region_stats("cuda", steps[1]["state"], kConvRegion).at(0).mean(), 0.0);
 }
 
-// The same computation in another task's model (its exact key): the region first retries the
-// built-in that sped it up there, and the step records that attempt and whether it held.
-TEST_F(LoopTest, ARegionFirstRetriesWhatSpedUpTheSameComputationInAnEarlierTask) {
-  backend_.regions = signed_windows("k1", 0.6);
-  backend_.speedups = {{"torch_compile", 1.5}, {"torch_compile@conv1,relu", 1.2}};
-  auto first = with_compile_transform("cuda/builtin-torch-compile", 3);
-  first.regions = true;
-  run_builtins(first);
-  const std::string verified = run_dir().steps()[1]["attempt_id"];
+// The same computation in another task's model, at the same shapes (its exact key) or at other
+// shapes (its computation key): the region first retries the built-in that sped it up there, and
+// the step records that attempt, at which shapes, and whether it held.
+class RegionReuseTest : public LoopTest, public ::testing::WithParamInterface<bool> {};
 
-  backend_.regions = signed_windows("k1", 0.9, {"conv9", "relu9"});
-  backend_.speedups = {{"torch_compile@conv9,relu9", 1.3}};
-  run_ = std::make_unique<RunDir>(RunDir::create(dir_ / "run2"));
-  run_->write_config({{"options", options_to_json(options(1))}});
-  auto second = options(4);
-  second.problem = fs::path(MBLAST_SOURCE_DIR) / "tests" / "problems" / "conv_small.py";
-  second.techniques = {"cuda/builtin-torch-compile-max-autotune",
-                       "cuda/builtin-torch-compile-coordinate-descent",
-                       "cuda/builtin-torch-compile"};
-  second.regions = true;
-  run_builtins(second);
-  std::optional<nlohmann::json> region_step;
-  for (const auto& step : run_dir().steps()) {
-    if (step["slot"] == "region:conv9..relu9") {
-      region_step = step;
-      break;
-    }
-  }
-  ASSERT_TRUE(region_step.has_value());
-  EXPECT_EQ((*region_step)["technique"], "cuda/builtin-torch-compile");
-  EXPECT_EQ((*region_step)["reused_attempt"], verified);
-  EXPECT_EQ((*region_step)["reuse_held"], true);
-  EXPECT_EQ((*region_step)["decision"]["by"], "region reuse");
-  EXPECT_EQ((*region_step)["reuse_shapes"], "same");
-}
-
-// The same computation at another size (its computation key) retries it too, and says so.
-TEST_F(LoopTest, ARegionFirstRetriesWhatSpedUpTheSameComputationAtOtherShapes) {
+TEST_P(RegionReuseTest, ARegionFirstRetriesWhatSpedUpTheSameComputationInAnEarlierTask) {
+  // The first task verifies a region compile of computation c1 (key k1); the second has a window
+  // of c1 under other op names, at the same shapes (key k1) or at others (key k2).
+  const bool same_shapes = GetParam();
   backend_.regions = signed_windows("k1", 0.6, {"conv1", "relu"}, "c1");
   backend_.speedups = {{"torch_compile", 1.5}, {"torch_compile@conv1,relu", 1.2}};
   auto first = with_compile_transform("cuda/builtin-torch-compile", 3);
@@ -934,7 +905,7 @@ TEST_F(LoopTest, ARegionFirstRetriesWhatSpedUpTheSameComputationAtOtherShapes) {
   run_builtins(first);
   const std::string verified = run_dir().steps()[1]["attempt_id"];
 
-  backend_.regions = signed_windows("k2", 0.9, {"conv9", "relu9"}, "c1");  // another batch
+  backend_.regions = signed_windows(same_shapes ? "k1" : "k2", 0.9, {"conv9", "relu9"}, "c1");
   backend_.speedups = {{"torch_compile@conv9,relu9", 1.3}};
   run_ = std::make_unique<RunDir>(RunDir::create(dir_ / "run2"));
   run_->write_config({{"options", options_to_json(options(1))}});
@@ -957,8 +928,10 @@ TEST_F(LoopTest, ARegionFirstRetriesWhatSpedUpTheSameComputationAtOtherShapes) {
   EXPECT_EQ((*region_step)["reused_attempt"], verified);
   EXPECT_EQ((*region_step)["reuse_held"], true);
   EXPECT_EQ((*region_step)["decision"]["by"], "region reuse");
-  EXPECT_EQ((*region_step)["reuse_shapes"], "other");
+  EXPECT_EQ((*region_step)["reuse_shapes"], same_shapes ? "same" : "other");
 }
+
+INSTANTIATE_TEST_SUITE_P(SameOrOtherShapes, RegionReuseTest, ::testing::Bool());
 
 // The actor working on a region is told its ops, its share and the shapes it reads.
 TEST_F(LoopTest, TheActorOfARegionStepGetsTheShapesTheRegionReads) {

@@ -227,32 +227,30 @@ class ModelNew(_Base):
 '''
 
 
-# Traced at the first call, as the region candidates' model is (_REGION_MODEL below). The merged
-# modules read the model's parameters: nothing is copied.
-_BODIES["sibling_merge"] = '''
+# Traced at the first call, as the region candidates' model is (_REGION_MODEL below), and changed in
+# place by one of cut.py's graph transforms; False (the base's forward as it is) where the trace fails
+# or the transform finds nothing. The new modules read the model's parameters: nothing is copied.
+_CHANGED_GRAPH = '''
 
-def _merged_graph(model, base_forward):
-    try:
-        traced = _cut["trace_base"](model, base_forward)
-    except ValueError:
-        return False  # the base's forward as it is
-    return traced if _cut["merge_siblings"](traced) else False
-''' + _traced_once_model("merged", "_merged_graph(self, super().forward)",
-                         "super().forward(*inputs) if merged is False else merged(*inputs)")
-
-# The same, for convolution and batch norm pairs; a model in training mode folds nothing.
-_BODIES["batchnorm_fold"] = '''
-
-def _folded_graph(model, base_forward):
-    if model.training:
+def _changed_graph(model, base_forward, change, in_training=True):
+    if model.training and not in_training:
         return False
     try:
         traced = _cut["trace_base"](model, base_forward)
     except ValueError:
-        return False  # the base's forward as it is
-    return traced if _cut["fold_batchnorms"](traced) else False
-''' + _traced_once_model("folded", "_folded_graph(self, super().forward)",
-                         "super().forward(*inputs) if folded is False else folded(*inputs)")
+        return False
+    return traced if _cut[change](traced) else False
+'''
+
+
+def _traced_body(name: str, call: str) -> str:
+    return _CHANGED_GRAPH + _traced_once_model(name, f"_changed_graph(self, super().forward, {call})",
+                                               f"super().forward(*inputs) if {name} is False else {name}(*inputs)")
+
+
+_BODIES["sibling_merge"] = _traced_body("merged", '"merge_siblings"')
+# Batch norm in training mode normalizes by each batch's statistics: nothing folds.
+_BODIES["batchnorm_fold"] = _traced_body("folded", '"fold_batchnorms", in_training=False')
 
 _TRACED_TRANSFORMS = ("sibling_merge", "batchnorm_fold")
 

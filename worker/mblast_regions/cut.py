@@ -201,36 +201,51 @@ def _compiling() -> bool:
     return bool(is_compiling and is_compiling())
 
 
-class MergedSiblings(torch.nn.Module):
-    """Sibling linear or convolution modules as one call: their weights (and biases) concatenated along
-    the output channels, the output cut back into each one's slice. The modules stay where they are,
-    not registered here; the concatenation is cached until one of their parameters changes (its
+class _DerivedWeights(torch.nn.Module):
+    """A module that computes with weights derived from other modules' tensors, which stay where they
+    are, not registered here. The derived weights are cached until one of those tensors changes (its
     version or storage), and made afresh at each call that torch.compile traces or a CUDA graph
-    captures, so that those read the parameters themselves."""
+    captures, so that those read the tensors themselves."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cached: Any = None
+        self.key: Any = None
+
+    def _sources(self) -> List[torch.Tensor]:
+        raise NotImplementedError
+
+    def _derive(self) -> Any:
+        raise NotImplementedError
+
+    def weights(self, x: torch.Tensor) -> Any:
+        if _compiling() or (x.is_cuda and torch.cuda.is_current_stream_capturing()):
+            return self._derive()
+        key = [torch.is_grad_enabled()] + [(t._version, t.data_ptr()) for t in self._sources()]
+        if key != self.key:
+            self.cached, self.key = self._derive(), key
+        return self.cached
+
+
+class MergedSiblings(_DerivedWeights):
+    """Sibling linear or convolution modules as one call: their weights (and biases) concatenated along
+    the output channels, the output cut back into each one's slice."""
 
     def __init__(self, members: Sequence[torch.nn.Module]) -> None:
         super().__init__()
         self.members = list(members)  # a plain list: not registered
         self.sizes = [int(m.weight.shape[0]) for m in self.members]
         self.linear = type(self.members[0]) is torch.nn.Linear
-        self.cached: Any = None
-        self.key: Any = None
 
-    def _parameters_now(self) -> List[torch.Tensor]:
+    def _sources(self) -> List[torch.Tensor]:
         return [m.weight for m in self.members] + [m.bias for m in self.members if m.bias is not None]
 
-    def _concatenated(self) -> Tuple[torch.Tensor, Any]:
+    def _derive(self) -> Tuple[torch.Tensor, Any]:
         bias = None if self.members[0].bias is None else torch.cat([m.bias for m in self.members])
         return torch.cat([m.weight for m in self.members]), bias
 
     def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
-        if _compiling() or (x.is_cuda and torch.cuda.is_current_stream_capturing()):
-            weight, bias = self._concatenated()
-        else:
-            key = [torch.is_grad_enabled()] + [(p._version, p.data_ptr()) for p in self._parameters_now()]
-            if key != self.key:
-                self.cached, self.key = self._concatenated(), key
-            weight, bias = self.cached
+        weight, bias = self.weights(x)
         first = self.members[0]
         if self.linear:
             out, dim = torch.nn.functional.linear(x, weight, bias), -1
@@ -292,25 +307,20 @@ def conv_batchnorm_pairs(module: GraphModule) -> List[Tuple[Node, Node]]:
     return pairs
 
 
-class FoldedConvBatchNorm(torch.nn.Module):
+class FoldedConvBatchNorm(_DerivedWeights):
     """A convolution and the eval-mode batch norm after it as one convolution: weight * scale per output
-    channel, (bias - running mean) * scale + shift, scale = gamma / sqrt(running var + eps). Both modules
-    stay where they are, not registered here; the folded weights are cached until one of their
-    parameters or statistics changes (version or storage), and made afresh at each call that
-    torch.compile traces or a CUDA graph captures."""
+    channel, (bias - running mean) * scale + shift, scale = gamma / sqrt(running var + eps)."""
 
     def __init__(self, conv: torch.nn.Module, norm: torch.nn.Module) -> None:
         super().__init__()
         self.pair = [conv, norm]  # a plain list: not registered
-        self.cached: Any = None
-        self.key: Any = None
 
-    def _tensors_now(self) -> List[torch.Tensor]:
+    def _sources(self) -> List[torch.Tensor]:
         conv, norm = self.pair
         found = [conv.weight, conv.bias, norm.weight, norm.bias, norm.running_mean, norm.running_var]
         return [t for t in found if t is not None]
 
-    def _folded(self) -> Tuple[torch.Tensor, torch.Tensor]:
+    def _derive(self) -> Tuple[torch.Tensor, torch.Tensor]:
         conv, norm = self.pair
         scale = torch.rsqrt(norm.running_var + norm.eps)
         if norm.weight is not None:
@@ -323,13 +333,7 @@ class FoldedConvBatchNorm(torch.nn.Module):
         return weight, bias
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if _compiling() or (x.is_cuda and torch.cuda.is_current_stream_capturing()):
-            weight, bias = self._folded()
-        else:
-            key = [torch.is_grad_enabled()] + [(t._version, t.data_ptr()) for t in self._tensors_now()]
-            if key != self.key:
-                self.cached, self.key = self._folded(), key
-            weight, bias = self.cached
+        weight, bias = self.weights(x)
         return self.pair[0]._conv_forward(x, weight, bias)
 
 
