@@ -716,6 +716,11 @@ TEST_F(Eligibility, ConvolutionBuiltinsNeedAConvolution) {
     EXPECT_EQ(unknown.count(id), 1u) << id;  // no profile: nothing filtered
   }
   EXPECT_EQ(elementwise.count("cuda/builtin-torch-compile"), 1u);
+  // Batch-norm folding needs a batch norm, not only a convolution.
+  EXPECT_EQ(conv.count("cuda/builtin-batchnorm-fold"), 0u);
+  EXPECT_EQ(eligible({}, {"aten::cudnn_convolution", "aten::cudnn_batch_norm"})
+                .count("cuda/builtin-batchnorm-fold"),
+            1u);
 }
 
 // A region's slot takes the built-ins that take a region, applied to the reference whatever the
