@@ -26,8 +26,9 @@ Options:
                       '#' starts a comment (default: benchmarks/transfer_split.txt)
   --root DIR          where the split's paths are (default: .kb, KernelBench's levels as
                       benchmarks/h200/acceptance.sh prepare lays them out)
-  --out DIR           results (default: transfer-results); run again to continue: finished
-                      runs (run.json) are kept, unfinished ones are started again
+  --out DIR           results (default: transfer-results); run again to continue: ended runs
+                      are kept, a training run stopped before it ended is resumed, a test run
+                      started again from its starting KB
   --mblast PATH       mblast binary (default: \$MBLAST, else build/mblast)
   --prior-kb FILE     warm runs start from this KB instead of training here (e.g. a KB filled
                       on other hardware: its statistics enter the selector discounted, see
@@ -46,7 +47,8 @@ What it writes in OUT:
   report.md, report.json, report.html   the comparison
 
 Exit status: 0 when every phase asked for ended (a problem that failed counts in the report as
-not correct), 2 for bad usage or input.
+not correct), 2 for bad usage or input, 143 when stopped by SIGTERM or Ctrl-C (the run in flight
+stops after its current step; run the command again to continue).
 EOF
 }
 
@@ -147,20 +149,49 @@ source.close()
 PY
 }
 
-# optimize PATH RUN_DIR KB: one run, skipped when it has ended before.
+# SIGTERM or Ctrl-C (a device call's timeout) stops the run in flight after its current step, as
+# mblast optimize does on that signal; it is started again by the next call.
+child=""
+stop() {
+  if [[ -n $child ]]; then
+    kill -TERM "$child" 2>/dev/null || true
+    wait "$child" 2>/dev/null || true
+  fi
+  note "stopped; run the same command again to continue"
+  exit 143
+}
+trap stop TERM INT
+
+# Whether the run in DIR ended (run.json, and not stopped by a signal).
+ended() {
+  [[ -f $1/run.json ]] && ! grep -q '"status": *"interrupted"' "$1/run.json"
+}
+
+# optimize PATH RUN_DIR KB [resume]: one run, skipped when it has ended before. A run stopped
+# before it ended is resumed with `resume` (a training run: its attempts are in the KB already),
+# else started again.
 optimize() {
-  local problem=$1 dir=$2 kb=$3
+  local problem=$1 dir=$2 kb=$3 resume=${4:-}
   local label=${dir#"$out"/}
   label=${label/\/runs\//: }
-  if [[ -f $dir/run.json ]]; then
+  if ended "$dir"; then
     note "  $label: ended before, kept"
     return 0
   fi
-  [[ -d $dir ]] && { note "  $label: unfinished, started again"; rm -rf "$dir"; }
+  local command=("$mblast" --kb "$kb" optimize "$problem_root/$problem" --out "$dir" "${flags[@]}")
+  if [[ -d $dir && -n $resume ]]; then
+    note "  $label: stopped before, resumed"
+    command=("$mblast" --kb "$kb" optimize --resume "$dir")
+  elif [[ -d $dir ]]; then
+    note "  $label: stopped before, started again"
+    rm -rf "$dir"
+  fi
   mkdir -p "$(dirname "$dir")"
   local start=$SECONDS status=0
-  "$mblast" --kb "$kb" optimize "$problem_root/$problem" --out "$dir" "${flags[@]}" \
-    >"$dir.log" 2>&1 || status=$?
+  "${command[@]}" >>"$dir.log" 2>&1 &
+  child=$!
+  wait "$child" || status=$?
+  child=""
   note "  $label: exit $status, $((SECONDS - start)) s$(
     [[ -f $dir/run.json ]] && python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(", best %.3gx in %d evaluations" % (r["best_speedup"], r["evaluations"]))' "$dir/run.json" 2>/dev/null
   )"
@@ -169,7 +200,7 @@ optimize() {
 if [[ $phase == all || $phase == train ]] && [[ -z $prior_kb ]]; then
   note "train: ${#train[@]} problems into $out/train/kb.sqlite"
   for p in "${train[@]}"; do
-    optimize "$p" "$out/train/runs/$(run_name "$p")" "$out/train/kb.sqlite"
+    optimize "$p" "$out/train/runs/$(run_name "$p")" "$out/train/kb.sqlite" resume
   done
 fi
 
@@ -187,7 +218,7 @@ if [[ $phase == all || $phase == test ]]; then
     ((order++ % 2)) && sides="cold warm"
     for side in $sides; do
       kb=$out/$side/kbs/$name.sqlite
-      if [[ ! -f $out/$side/runs/$name/run.json ]]; then
+      if ! ended "$out/$side/runs/$name"; then
         rm -f "$kb" "$kb-wal" "$kb-shm"
         [[ $side == warm ]] && copy_kb "$source_kb" "$kb"
       fi

@@ -61,6 +61,23 @@ run --split "$tmp/split.txt" --out "$tmp/prior" --prior-kb "$tmp/out/train/kb.sq
 (($(attempts "$tmp/prior/warm/kbs/relu_small.sqlite") >= trained + 1)) || fail "--prior-kb was not copied"
 pass "--prior-kb starts the warm runs from that KB"
 
+# SIGTERM (a device call's timeout) stops the benchmark with 143; the same command continues it.
+"$script" --mblast "$mblast" --root "$root/tests/problems" --split "$tmp/split.txt" --out "$tmp/stopped" \
+  "${flags[@]}" >"$tmp/stdout" 2>"$tmp/stderr" &
+benchmark=$!
+sleep 2
+kill -TERM "$benchmark"
+rc=0
+wait "$benchmark" || rc=$?
+[[ $rc == 143 ]] || fail "SIGTERM: exit $rc, expected 143"
+grep -q 'run the same command again' "$tmp/stderr" || fail "SIGTERM: no hint to continue"
+run --split "$tmp/split.txt" --out "$tmp/stopped" "${flags[@]}"
+[[ $rc == 0 ]] || { cat "$tmp/stderr" >&2; fail "the call after SIGTERM exited $rc"; }
+for side in warm cold; do
+  grep -q '"status": *"interrupted"' "$tmp/stopped/$side/runs/relu_small/run.json" && fail "$side ended interrupted"
+done
+pass "SIGTERM stops it, the same command continues"
+
 printf 'train relu_small.py\ntest relu_small.py\n' >"$tmp/overlap.txt"
 printf 'train conv_small.py\n' >"$tmp/notest.txt"
 printf 'test missing_problem.py\n' >"$tmp/missing.txt"
