@@ -139,7 +139,7 @@ inline constexpr double kNearBestShare = 0.95;
 
 struct ComparedSide {
   bool correct = false;
-  std::optional<double> best;  // the run's final best speedup
+  std::optional<double> best;  // the run's final best speedup, where it is correct
   // Evaluations until the running best first came within kNearBestShare of the final best; the
   // reference's own evaluation (the first) holds 1.0x. Unknown for a run without a correct one.
   std::optional<std::int64_t> evaluations_to_near_best;

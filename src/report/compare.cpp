@@ -17,7 +17,7 @@ std::string group_of(const std::string& task) {
 ComparedSide side_of(const ProblemRow& row) {
   ComparedSide side;
   side.correct = row.correct && row.speedup.has_value();
-  side.best = row.speedup;
+  if (side.correct) side.best = row.speedup;
   side.evaluations = row.evaluations;
   side.seconds = row.seconds;
   side.trajectory = row.trajectory;

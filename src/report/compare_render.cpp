@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <ostream>
 
+#include "mblast/json_fields.hpp"
 #include "report/compare_render.hpp"
 #include "report/json_util.hpp"
 #include "report/render_text.hpp"
@@ -20,18 +21,12 @@ std::string seconds_text(const std::optional<double>& seconds) {
   return seconds ? short_number(*seconds, 3) : std::string("-");
 }
 
-nlohmann::json optional_number(const std::optional<double>& value) {
-  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
-}
-
 nlohmann::json side_json(const ComparedSide& side) {
   return {{"correct", side.correct},
-          {"best_speedup", optional_number(side.best)},
-          {"evaluations_to_near_best", side.evaluations_to_near_best
-                                           ? nlohmann::json(*side.evaluations_to_near_best)
-                                           : nlohmann::json(nullptr)},
+          {"best_speedup", optional_json(side.best)},
+          {"evaluations_to_near_best", optional_json(side.evaluations_to_near_best)},
           {"evaluations", side.evaluations},
-          {"seconds", optional_number(side.seconds)}};
+          {"seconds", optional_json(side.seconds)}};
 }
 
 void write_groups(std::ostream& out, const Comparison& c) {
@@ -54,11 +49,10 @@ void write_problems(std::ostream& out, const Comparison& c) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& p : c.problems) {
     rows.push_back({p.task, evaluations_text(p.self.evaluations_to_near_best),
-                    evaluations_text(p.other.evaluations_to_near_best),
-                    speedup_text(p.self.correct ? p.self.best : std::nullopt),
-                    speedup_text(p.other.correct ? p.other.best : std::nullopt),
-                    std::to_string(p.self.evaluations), std::to_string(p.other.evaluations),
-                    seconds_text(p.self.seconds), seconds_text(p.other.seconds)});
+                    evaluations_text(p.other.evaluations_to_near_best), speedup_text(p.self.best),
+                    speedup_text(p.other.best), std::to_string(p.self.evaluations),
+                    std::to_string(p.other.evaluations), seconds_text(p.self.seconds),
+                    seconds_text(p.other.seconds)});
   }
   markdown_table(out,
                  {"problem", "evaluations to 95 %", "against", "best", "against", "evaluations",
@@ -123,9 +117,9 @@ nlohmann::json comparison_json(const Comparison& c) {
                       {"problems", g.problems},
                       {"mean_evaluations_to_near_best", g.mean_evaluations_self},
                       {"against_mean_evaluations_to_near_best", g.mean_evaluations_other},
-                      {"evaluations_ratio", optional_number(ratio)},
-                      {"geomean_best", optional_number(g.geomean_self)},
-                      {"against_geomean_best", optional_number(g.geomean_other)},
+                      {"evaluations_ratio", optional_json(ratio)},
+                      {"geomean_best", optional_json(g.geomean_self)},
+                      {"against_geomean_best", optional_json(g.geomean_other)},
                       {"seconds", g.seconds_self},
                       {"against_seconds", g.seconds_other}});
   }

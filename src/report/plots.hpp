@@ -26,6 +26,10 @@ std::string technique_heatmap(const TechniqueStats& stats);
 // (e) With --against: the geometric mean of the running best per evaluation on both sides.
 std::string comparison_per_evaluation(const Comparison& comparison);
 
+// A running best as a step line: each value held until the next point, the last one until `end`.
+std::vector<svg::Point> step_line(const std::vector<std::pair<double, double>>& points, double end,
+                                  const svg::Scale& x, const svg::Scale& y);
+
 // Log-scale ticks for [lo, hi]: powers of two, or rounder values when the range is narrow.
 std::vector<svg::Tick> speedup_ticks(double lo, double hi);
 

@@ -10,15 +10,13 @@ namespace mblast::report::plots {
 
 namespace {
 
-std::vector<svg::Point> step_points(const std::vector<double>& curve, const svg::Scale& x,
-                                    const svg::Scale& y) {
-  std::vector<svg::Point> out;
-  for (std::size_t i = 0; i < curve.size(); ++i) {
-    const double at = static_cast<double>(i + 1);
-    if (i > 0) out.emplace_back(x(at), y(curve[i - 1]));
-    out.emplace_back(x(at), y(curve[i]));
-  }
-  return out;
+// The curve's values at evaluations 1, 2, ... as a step line.
+std::vector<svg::Point> curve_line(const std::vector<double>& curve, const svg::Scale& x,
+                                   const svg::Scale& y) {
+  std::vector<std::pair<double, double>> points;
+  for (std::size_t i = 0; i < curve.size(); ++i)
+    points.emplace_back(static_cast<double>(i + 1), curve[i]);
+  return step_line(points, static_cast<double>(curve.size()), x, y);
 }
 
 }  // namespace
@@ -48,9 +46,9 @@ std::string comparison_per_evaluation(const Comparison& comparison) {
                  {"best speedup", speedup_ticks(y.lo(), y.hi())});
   const svg::Style self{"none", svg::palette()[0], 3, 1, ""};
   const svg::Style other{"none", svg::palette()[1], 3, 1, "6 4"};
-  canvas.polyline(step_points(curves.other, x, y), other,
+  canvas.polyline(curve_line(curves.other, x, y), other,
                   "against: " + speedup_text(curves.other.back()));
-  canvas.polyline(step_points(curves.self, x, y), self,
+  canvas.polyline(curve_line(curves.self, x, y), self,
                   "this report: " + speedup_text(curves.self.back()));
   svg::draw_legend(canvas, kWidth - 12, frame.top, {{"this report", self}, {"against", other}});
   return canvas.str();

@@ -57,8 +57,10 @@ std::vector<std::pair<double, double>> median_line(const std::vector<Line>& line
   return median;
 }
 
-std::vector<svg::Point> steps(const std::vector<std::pair<double, double>>& points, double end,
-                              const svg::Scale& x, const svg::Scale& y) {
+}  // namespace
+
+std::vector<svg::Point> step_line(const std::vector<std::pair<double, double>>& points, double end,
+                                  const svg::Scale& x, const svg::Scale& y) {
   std::vector<svg::Point> out;
   for (std::size_t i = 0; i < points.size(); ++i) {
     if (i > 0) out.emplace_back(x(points[i].first), y(points[i - 1].second));
@@ -69,6 +71,8 @@ std::vector<svg::Point> steps(const std::vector<std::pair<double, double>>& poin
   }
   return out;
 }
+
+namespace {
 
 std::string shortened(const std::string& text, std::size_t most) {
   return text.size() <= most ? text : text.substr(0, most - 1) + "\u2026";
@@ -126,14 +130,14 @@ std::string speedup_per_evaluation(const std::vector<ProblemRow>& rows, const Me
         named ? svg::Style{"none", svg::palette()[i % svg::palette().size()], 2, 0.9, ""}
               : svg::Style{"none", "#5b84b1", 1.2, 0.45, ""};
     const std::string tooltip = line.label + ": " + speedup_text(line.points.back().second);
-    canvas.polyline(steps(line.points, line.end, x, y), style, tooltip);
+    canvas.polyline(step_line(line.points, line.end, x, y), style, tooltip);
     if (!named) continue;
     for (const auto& [at, best] : line.points) {
       canvas.circle(x(at), y(best), 3, svg::Style{style.stroke, "#fff", 1, 1, ""}, tooltip);
     }
   }
   if (with_median) {
-    canvas.polyline(steps(median_line(lines), most, x, y), svg::Style{"none", "#111", 3, 1, ""},
+    canvas.polyline(step_line(median_line(lines), most, x, y), svg::Style{"none", "#111", 3, 1, ""},
                     "median over the problems with a correct candidate so far");
   }
   svg::draw_legend(canvas, kWidth - 12, frame.top, legend);

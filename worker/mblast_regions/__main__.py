@@ -34,13 +34,15 @@ def regions_of(path: str, device_name: str, seed: int = 0) -> Dict[str, Any]:
     # Each window cut out and put back must compute what the model does.
     module = captured.module
     expected = outputs_of(model, inputs)
-    checks = [same_values(expected, outputs_of(replace_region(module, w, region_module(module, w)), inputs))
-              for w in windows]
+    cut_out = [region_module(module, w) for w in windows]
+    checks = [same_values(expected, outputs_of(replace_region(module, w, region), inputs))
+              for w, region in zip(windows, cut_out)]
     ops: List[Dict[str, Any]] = captured.graph.to_json()["ops"]
     for op in ops:
         op["share"] = shares.get(op["name"], 0.0)
     return {"captured": True, "inputs": captured.graph.inputs, "outputs": captured.graph.outputs, "ops": ops,
-            "windows": [{**w.to_json(), **region_identity(module, w), "code": region_code(module, w)} for w in windows],
+            "windows": [{**w.to_json(), **region_identity(module, w), "code": region_code(region)}
+                        for w, region in zip(windows, cut_out)],
             "windows_recompose": all(checks)}
 
 

@@ -8,19 +8,19 @@ from typing import Any, Tuple
 import torch
 from torch.fx import GraphModule
 
-from .cut import Window, region_module, replace_region
+from .cut import region_module, replace_region
 
 __all__ = ["region_module", "replace_region", "region_code", "outputs_of", "same_values", "same_outputs"]
 
 MAX_CODE_CHARS = 6000  # what an agent is shown of one region
 
 
-def region_code(module: GraphModule, window: Window) -> str:
-    """The window as Python an agent can read: the submodules it calls, each with its settings, then the
-    forward torch.fx writes for it (its arguments the window's inputs, in order)."""
-    region = region_module(module, window)
+def region_code(region: GraphModule) -> str:
+    """A window cut out as a module (region_module) as Python an agent can read: the submodules it
+    calls, each with its settings, then the forward torch.fx writes for it (its arguments the window's
+    inputs, in order)."""
     called = dict.fromkeys(str(node.target) for node in region.graph.nodes if node.op == "call_module")
-    lines = [f"# self.{name} = {module.get_submodule(name)!r}" for name in called]
+    lines = [f"# self.{name} = {region.get_submodule(name)!r}" for name in called]
     # torch.fx frees each value after its last use ("conv = self.conv(x);  x = None"): noise to a reader.
     forward = re.sub(r";\s+(?:\w+ = )+None", "", region.code.strip())
     code = "\n".join(lines + [forward])
