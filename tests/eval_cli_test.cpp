@@ -226,6 +226,36 @@ TEST_F(EvalCli, ProfileReportsSignaturesForTheStateClassifier) {
   }
 }
 
+// --profile ncu on the CPU: the verdict and the PyTorch profiler's numbers as with --profile,
+// and the candidate's signature says why Nsight Compute gave none; a value other than torch or ncu
+// is bad usage.
+TEST_F(EvalCli, ProfileNcuSaysWhyThereAreNoCountersWithoutAGpu) {
+  auto result = eval("problems/matmul_small.py", "problems/matmul_small.py",
+                     {"--profile=ncu", "--seeds", "1"});
+  ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
+  const auto json = nlohmann::json::parse(result.out);
+  const auto& signature = json["signature"];
+  EXPECT_GT(signature["kernel_count"].get<double>(), 0.0);
+  EXPECT_EQ(signature["profiler"], "ncu");
+  EXPECT_EQ(signature["ncu"]["status"], "unavailable");
+  EXPECT_NE(signature["ncu"]["reason"].get<std::string>().find("CUDA device"), std::string::npos);
+  EXPECT_FALSE(json["reference_signature"].contains("ncu"));  // the candidate's only
+
+  std::vector<std::string> argv = {"eval",        test_file("problems/matmul_small.py"),
+                                   "--candidate", test_file("problems/matmul_small.py"),
+                                   "--device",    "cpu",
+                                   "--seeds",     "1",
+                                   "--no-timing", "--profile=ncu"};
+  auto text = testing::run_mblast(argv);
+  ASSERT_EQ(text.exit_code, 0) << text.err << text.out;
+  EXPECT_NE(text.out.find("ncu         unavailable: ncu needs a CUDA device"), std::string::npos)
+      << text.out;
+  argv.back() = "--profile=nvprof";
+  auto bad = testing::run_mblast(argv);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--profile"), std::string::npos) << bad.err;
+}
+
 TEST_F(EvalCli, ExportsOnlyCorrectCandidates) {
   const auto good = cache_ / "good.py";
   auto result = eval("problems/relu_small.py", "candidates/cpu/correct_relu.py",

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "kb/sqlite.hpp"
@@ -61,7 +62,7 @@ TEST(KnowledgeBase, FreshFileHasLatestSchemaSeedWalAndForeignKeys) {
       EXPECT_TRUE(ids.count(*s.parent_id)) << s.id;
     }
   }
-  for (const char* root : {"launch-bound", "memory-bound", "compute-bound", "latency-bound"}) {
+  for (const char* root : {"launch-bound", "memory-bound", "compute-bound", "near-roofline"}) {
     EXPECT_TRUE(ids.count(root)) << root;
   }
   // Every technique a state ranks first exists, and a launch-bound model tries a graph first.
@@ -128,6 +129,43 @@ TEST(KnowledgeBase, ReopeningDoesNotDuplicateSeed) {
   }
   KnowledgeBase again(dir / "kb.sqlite");
   EXPECT_EQ(again.techniques().size(), techniques);
+}
+
+// Issue 27: a KB made under the catalogue that classified by "latency-bound" upgrades in place;
+// that state is retired, never assigned again, and what was recorded under it stays.
+TEST(KnowledgeBase, AnUpgradeRetiresDroppedSeedStatesAndKeepsTheirHistory) {
+  TempDir dir;
+  auto path = dir / "v6.sqlite";
+  {
+    KnowledgeBase v6(path, {.read_only = false, .target_version = 6, .seed = false});
+    v6.db().exec(
+        "INSERT INTO states (id, name, description, conditions, origin, created_at) VALUES "
+        "('latency-bound', 'Latency-bound', 'd', "
+        "'[{\"metric\": \"sol_fraction\", \"op\": \"<\", \"value\": 0.5}]', 'seed', 't'),"
+        "('mine', 'Mine', 'a user state', '[]', 'user', 't');"
+        "INSERT INTO techniques (id, name, description, backends, implementer, created_at) "
+        "VALUES ('t', 'T', 'd', '[\"cuda\"]', 'llm', 't');"
+        "INSERT INTO attempts (id, task, state_id, technique_id, backend, hardware, outcome, "
+        "reward, created_at) VALUES ('a1', 'task', 'latency-bound', 't', 'cuda', 'h', 'correct', "
+        "0.5, 't1');");
+  }
+  KnowledgeBase upgraded(path);
+  EXPECT_EQ(upgraded.schema_version(), KnowledgeBase::latest_schema_version());
+  std::set<std::string> live;
+  for (const auto& s : upgraded.states()) live.insert(s.id);
+  EXPECT_FALSE(live.count("latency-bound"));
+  EXPECT_TRUE(live.count("mine"));  // only seed states retire
+  EXPECT_TRUE(live.count("memory-bound/below-bandwidth"));
+  // A signature latency-bound used to take (every fraction low) is memory-bound now.
+  const Signature layer_norm = {
+      {"sol_fraction", 0.017}, {"memory_sol_fraction", 0.017},     {"compute_sol_fraction", 0.0},
+      {"ridge_ratio", 0.02},   {"launch_overhead_fraction", 0.01}, {"kernel_count", 1}};
+  EXPECT_EQ(classify(upgraded.states(), layer_norm).state_id, "memory-bound");
+  EXPECT_EQ(upgraded.reward_stats("cuda", "latency-bound").size(), 1u);
+  EXPECT_EQ(upgraded.attempts_for_task("task").size(), 1u);
+  const auto shown = upgraded.show("latency-bound");
+  ASSERT_TRUE(shown.has_value());
+  EXPECT_EQ((*shown)["row"]["retired"], 1);
 }
 
 TEST(KnowledgeBase, UpgradesVersionOneInPlaceKeepingData) {
@@ -425,7 +463,7 @@ TEST(KnowledgeBase, AMergedKbDecidesAsOneThatSawBothRuns) {
     KnowledgeBase probe(dir / "probe.sqlite");
     const auto techniques = probe.techniques("cuda");
     for (std::int64_t i = 0; i < 12; ++i) {
-      auto row = attempt("task" + std::to_string(i % 3), i % 2 ? "memory-bound" : "latency-bound",
+      auto row = attempt("task" + std::to_string(i % 3), i % 2 ? "memory-bound" : "compute-bound",
                          techniques.at(static_cast<std::size_t>(i % 4)).id,
                          0.1 * static_cast<double>(i % 5) - 0.15, i);
       row.created_at = "2026-11-01T00:00:" + std::to_string(10 + i) + ".000Z";
@@ -456,7 +494,7 @@ TEST(KnowledgeBase, AMergedKbDecidesAsOneThatSawBothRuns) {
   EXPECT_EQ(rows(merged.reward_stats("cuda")), rows(both.reward_stats("cuda")));
   EXPECT_EQ(merged.query({.kind = "rewards"}), both.query({.kind = "rewards"}));
   const auto techniques = both.techniques("cuda");
-  for (const std::string state : {"memory-bound", "latency-bound"}) {
+  for (const std::string state : {"memory-bound", "compute-bound"}) {
     for (const std::uint64_t seed : {1u, 2u, 3u}) {
       const auto from_merged = select_technique(techniques, merged.reward_stats("cuda", state),
                                                 state, "cuda", "NVIDIA H200", {}, seed);

@@ -266,7 +266,8 @@ TEST_F(LoopTest, AMeasuredBaselinesSignatureClassifiesTheFirstStep) {
   EvalResult baseline = EvalResult::from_json(
       {{"correct", true},
        {"ref_ms", 1.0},
-       {"signature", {{"sol_fraction", 0.9}, {"arithmetic_intensity", 0.5}}}});
+       {"signature",
+        {{"sol_fraction", 0.9}, {"arithmetic_intensity", 0.5}, {"ridge_ratio", 0.04}}}});
   backend_.measured = baseline;
   backend_.speedups = {{"cuda_graph", 1.0}, {"torch_compile", 1.0}};
   run_builtins(options(1));

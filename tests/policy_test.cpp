@@ -92,7 +92,7 @@ TEST(StateClassifier, FallsBackToUnclassifiedAndExplainsItsEvidence) {
       << c.explain();
 }
 
-TEST(StateClassifier, DeeperBeatsShallowerAndTiesGoToMoreEvidenceThenDefinitionOrder) {
+TEST(StateClassifier, TheRootDecidesFirstThenTheDeepestStateUnderIt) {
   auto rule = [](const char* metric, const char* op, double value) {
     return nlohmann::json{{"metric", metric}, {"op", op}, {"value", value}};
   };
@@ -109,11 +109,13 @@ TEST(StateClassifier, DeeperBeatsShallowerAndTiesGoToMoreEvidenceThenDefinitionO
        .description = "",
        .conditions = {rule("x", ">", 0), rule("z", "==", 1)}},
   };
-  EXPECT_EQ(classify(states, {{"x", 2}}).state_id, "a");                 // a before b: order
-  EXPECT_EQ(classify(states, {{"x", 2}, {"z", 1}}).state_id, "c");       // more evidence
-  EXPECT_EQ(classify(states, {{"x", 2}, {"y", 1}}).state_id, "b/deep");  // depth first
-  EXPECT_EQ(classify(states, {{"x", 2}, {"y", 9}}).state_id, "a");       // child fails: not deep
-  EXPECT_THROW(classify(states, {{"x", -1}}), Error);                    // nothing matches
+  EXPECT_EQ(classify(states, {{"x", 2}}).state_id, "a");                   // a before b: order
+  EXPECT_EQ(classify(states, {{"x", 2}, {"z", 1}}).state_id, "c");         // more evidence
+  EXPECT_EQ(classify(states, {{"x", 0.5}, {"y", 1}}).state_id, "b/deep");  // depth under b
+  EXPECT_EQ(classify(states, {{"x", 0.5}, {"y", 9}}).state_id, "b");       // child fails
+  // b/deep holds too, but the root a decided first: depth never changes the kind.
+  EXPECT_EQ(classify(states, {{"x", 2}, {"y", 1}}).state_id, "a");
+  EXPECT_THROW(classify(states, {{"x", -1}}), Error);  // nothing matches
 }
 
 TechniqueRow technique(const std::string& id, const std::string& implementer = "llm",

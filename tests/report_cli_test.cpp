@@ -237,9 +237,16 @@ TEST(ReportCli, StatesShowWhereTheStepsWereClassifiedWithTheirEvidence) {
       {"near-roofline/bandwidth", "sol_fraction = 0.95 (>= 0.8)"}};
   int step = 0;
   for (const auto& [state, evidence] : classified) {
-    steps << nlohmann::json{{"global_step", ++step}, {"state", state}, {"state_evidence", evidence}}
-                 .dump()
-          << "\n";
+    nlohmann::json line = {{"global_step", ++step}, {"state", state}, {"state_evidence", evidence}};
+    // The graph-first round decides the first step; the selector's own first choice is the
+    // second step's, the run's winner (run.json best_technique).
+    line["technique"] = step == 2 ? "cuda/builtin-cuda-graph" : "cuda/builtin-torch-compile";
+    line["decision"] = {{"by", step == 1 ? "graph-first round" : "ucb"}};
+    if (step == 1) {
+      line["ncu_state"] = "memory-bound/below-bandwidth";
+      line["ncu_evidence"] = "dram_throughput_fraction = 0.1";
+    }
+    steps << line.dump() << "\n";
   }
   steps.close();
 
@@ -249,9 +256,16 @@ TEST(ReportCli, StatesShowWhereTheStepsWereClassifiedWithTheirEvidence) {
   EXPECT_NE(markdown.out.find("| latency-bound | 1 | 1 | sol_fraction = 0.1 (< 0.5) |"),
             std::string::npos)
       << markdown.out;
-  EXPECT_NE(markdown.out.find("| near-roofline/bandwidth | 2 | 2 | sol_fraction = 0.9 (>= 0.8) |"),
+  EXPECT_NE(markdown.out.find("| near-roofline/bandwidth | 2 | 2 | sol_fraction = 0.9 (>= 0.8) | "
+                              "- |  |"),
             std::string::npos)
       << markdown.out;
+  EXPECT_NE(markdown.out.find("| state Nsight Compute implies | its numbers |"), std::string::npos)
+      << markdown.out;
+  EXPECT_NE(markdown.out.find("memory-bound/below-bandwidth | dram_throughput_fraction = 0.1 |"),
+            std::string::npos)
+      << markdown.out;
+  EXPECT_NE(markdown.out.find("first choice was the winner"), std::string::npos) << markdown.out;
 
   auto json = run_mblast({"report", run.string(), "--json"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
@@ -261,6 +275,11 @@ TEST(ReportCli, StatesShowWhereTheStepsWereClassifiedWithTheirEvidence) {
   EXPECT_EQ(states[1]["steps"], 2);
   EXPECT_EQ(states[1]["first_step"], 2);
   EXPECT_EQ(states[1]["evidence"], "sol_fraction = 0.9 (>= 0.8)");
+  EXPECT_EQ(states[0]["ncu_state"], "memory-bound/below-bandwidth");
+  EXPECT_FALSE(states[1].contains("ncu_state"));
+  const auto report = nlohmann::json::parse(json.out);
+  EXPECT_EQ(report["rows"][0]["first_choice"], "cuda/builtin-cuda-graph");
+  EXPECT_EQ(report["first_choice"], (nlohmann::json{{"runs", 1}, {"won", 1}}));
 }
 
 TEST(ReportCli, AgainstAnotherBatchShowsBothSidesInEveryRendering) {

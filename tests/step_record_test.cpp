@@ -16,6 +16,8 @@ StepRecord full_record() {
   r.slot_share = 1.0;
   r.state = "launch-bound/many-small-kernels";
   r.state_evidence = "kernel_count = 110 (>= 8)";
+  r.ncu_state = "launch-bound";
+  r.ncu_evidence = "ncu_busy_ms = 0.2 of total_ms = 1";
   r.technique = "cuda/builtin-cuda-graph";
   r.implementer = "builtin";
   r.decided_by = "ucb";
@@ -59,6 +61,8 @@ TEST(StepRecord, TheStepsLineReadsBackAsWritten) {
   EXPECT_EQ(line["decision"]["n_local"], 2);
   EXPECT_EQ(read.claims_shown, (std::vector<std::string>{"c1", "c2"}));
   EXPECT_EQ(read.reuse_held, std::optional<bool>(true));
+  EXPECT_EQ(read.ncu_state, std::optional<std::string>("launch-bound"));
+  EXPECT_EQ(line["ncu_evidence"], "ncu_busy_ms = 0.2 of total_ms = 1");
 }
 
 TEST(StepRecord, TheStepStartCarriesOnlyTheChoice) {

@@ -211,6 +211,10 @@ void export_kernelbench(const fs::path& candidate, const fs::path& out, const fs
   }
 }
 
+// What the worker's Nsight Compute step may take (its "ncu_timeout_s"), on top of a candidate's
+// own allowance: a second process replays every kernel of a forward several times.
+constexpr std::chrono::seconds kNcuAllowance{180};
+
 nlohmann::json worker_eval_request(const EvalOptions& options, const fs::path& candidate,
                                    const fs::path& cache_dir, const nlohmann::json& ceilings) {
   nlohmann::json seeds = nlohmann::json::array();
@@ -229,6 +233,9 @@ nlohmann::json worker_eval_request(const EvalOptions& options, const fs::path& c
       {"tolerance_policy", options.tolerance_policy},
       {"allow_tf32", options.allow_tf32},
       {"profile", options.profile},
+      {"profiler", options.profiler},
+      {"ncu_launch_count", options.ncu_kernels},
+      {"ncu_timeout_s", static_cast<double>(kNcuAllowance.count())},
       {"baselines", baselines},
       {"cache_dir", (cache_dir / "reference").string()},
       {"device_ceilings",
@@ -268,6 +275,7 @@ CallLimits call_limits(const EvalOptions& options) {
   limits.total = options.timeout;
   limits.compile = compile_allowance(options);
   limits.until = options.until;
+  if (options.profile && options.profiler == "ncu") limits.base += kNcuAllowance;
   return limits;
 }
 

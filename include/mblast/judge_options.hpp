@@ -33,13 +33,20 @@ struct JudgeOptions {
   // compile_allowance() in eval_options.hpp.
   std::chrono::seconds compile_timeout{0};
   std::filesystem::path cache_dir;  // reference outputs and CUDA builds; empty: ~/.cache/mblast
+  // Where a candidate is profiled, what measures it: "torch" (the PyTorch profiler) or "ncu"
+  // (also Nsight Compute's counters, in a child process under ncu; CUDA only, slower).
+  std::string profiler = "torch";
+  // With "ncu": the kernels profiled at most per forward (ncu --launch-count); a forward with more
+  // has its first ones profiled, and its launch gaps are not judged from them.
+  int ncu_kernels = 100;
   // The backend's own options by key (BackendTraits::options: "vlen", "remote", ...); a key
   // not given takes the backend's default.
   std::map<std::string, std::string> target;
 };
 
 // Keys: backend, device, seeds, seed, atol, rtol, tolerance_policy, allow_tf32, timing_runs,
-// timing_autograd, timeout_s, compile_timeout_s, cache_dir, target.
+// timing_autograd, timeout_s, compile_timeout_s, cache_dir, profiler, ncu_kernels,
+// target.
 nlohmann::json judge_options_to_json(const JudgeOptions& options);
 // The fields `json` holds replace those of `options`; the others keep their values. Throws
 // nlohmann::json::exception for a field of the wrong type.

@@ -29,7 +29,7 @@ struct ConditionEvidence {
 };
 
 struct Classification {
-  std::string state_id;  // the deepest state whose conditions, and its ancestors', all hold
+  std::string state_id;  // the deepest state under the chosen root whose conditions all hold
   int depth = 0;         // 0 for a root
   // The conditions of the chosen state and its ancestors, root first: which numbers crossed
   // which thresholds.
@@ -37,10 +37,11 @@ struct Classification {
   std::string explain() const;  // "launch_overhead_fraction = 0.47 (>= 0.3), ..."
 };
 
-// Returns the deepest matching state. Ties at equal depth go to the state with more conditions
-// on its path (more specific evidence), then to the earlier-defined state. A state without
-// conditions matches anything, so a KB with a condition-less root always classifies; throws
-// mblast::Error when nothing matches.
+// Decides the root first: among the roots whose conditions hold, the one with more conditions
+// (more specific evidence), then the earlier-defined one. Then the deepest state under that root
+// whose conditions, and its ancestors', all hold; ties again to more evidence, then definition
+// order. A state without conditions matches anything, so a KB with a condition-less root always
+// classifies; throws mblast::Error when nothing matches.
 Classification classify(const std::vector<StateRow>& states, const Signature& signature);
 
 // The techniques to try first in a state: its own try_first list, then its ancestors', nearest
@@ -153,6 +154,37 @@ struct SlotConfig {
 };
 std::vector<Slot> slots_from_signature(const ProfileSignature& signature, bool per_op_slots,
                                        const SlotConfig& config = {});
+
+// ---- Ground truth ------------------------------------------------------------------------------
+
+// The state Nsight Compute's measurements imply, the ground truth the classifier is checked
+// against (issue 27; the rule is docs/STATES.md's, fixed before any comparison and not tuned per
+// problem): near-roofline where the counted work runs at 80 % of its speed of light or more;
+// launch-bound where the profiled kernels (all of the forward's) were busy less than 70 % of the
+// measured time; otherwise memory-bound where the busiest memory unit's throughput, as a fraction
+// of its peak, is at least the SMs', else compute-bound; each with the child the counters name.
+// Every weighted mean is by kernel duration.
+struct ImpliedState {
+  std::string state_id;
+  std::string root;
+  std::string because;  // the numbers that decided, in words
+};
+// nullopt where the signature has no Nsight Compute numbers (`--profile ncu` not asked, or failed).
+std::optional<ImpliedState> ncu_implied_state(const ProfileSignature& signature);
+
+// The root of a state (itself for a root); empty for a state the list does not have.
+std::string root_of(const std::vector<StateRow>& states, const std::string& state_id);
+
+// One signature's state from the cheap numbers (the PyTorch profiler's and the counted work's,
+// Nsight Compute's left out) beside the state Nsight Compute implies.
+struct StateCheck {
+  Classification cheap;
+  std::string cheap_root;
+  std::optional<ImpliedState> implied;
+  bool root_agrees() const { return implied && implied->root == cheap_root; }
+  bool state_agrees() const { return implied && implied->state_id == cheap.state_id; }
+};
+StateCheck check_state(const std::vector<StateRow>& states, const ProfileSignature& signature);
 
 // ---- Reward ------------------------------------------------------------------------------------
 

@@ -24,6 +24,10 @@ struct StateVisit {
   std::string evidence;
   std::int64_t steps = 0;
   std::int64_t first_step = 0;
+  // With --profile ncu, at the first step: the state Nsight Compute implies, and why (or why
+  // ncu gave no numbers).
+  std::optional<std::string> ncu_state;
+  std::string ncu_evidence;
 };
 
 struct ProblemRow {
@@ -42,6 +46,10 @@ struct ProblemRow {
   std::optional<double> cost_usd;
   std::optional<double> seconds;
   std::string best_technique;
+  // The technique the selector chose at the run's first step of its own ("ucb"; for runs recorded
+  // before steps said why, the first step's): whether the state classifier sent the run to its
+  // eventual winner (best_technique) first.
+  std::string first_choice;
   std::string backend;
   std::string hardware;
   std::string run_id;
@@ -98,6 +106,8 @@ struct Metrics {
   std::map<std::string, std::int64_t> policies, hardware, backends, baselines;
   nlohmann::json tolerances = nlohmann::json::array();  // [{atol, rtol, problems}]
   std::int64_t widened_by_eager = 0;
+  // Runs with a first choice and a winning technique, and those where the two are the same.
+  std::int64_t first_choice_runs = 0, first_choice_won = 0;
   std::int64_t evaluations = 0, tokens = 0;
   std::optional<double> cost_usd;
   double seconds = 0;

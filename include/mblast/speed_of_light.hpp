@@ -32,7 +32,10 @@ struct PeakRates {
   double flops = 0;
 };
 
-// Adds to `signature` "min_bytes", "flops", "arithmetic_intensity" (FLOPs per minimal byte) and,
+// Adds to `signature` "min_bytes", "flops", "arithmetic_intensity" (FLOPs per minimal byte),
+// given rates "ridge_ratio" (the intensity over the device's ridge point, peak FLOP rate over peak
+// byte rate: below 1 the bytes bound the operator, at or above 1 the FLOPs), where Nsight Compute
+// measured its DRAM traffic "ncu"."metrics"."dram_bytes_ratio" (those bytes over min_bytes), and,
 // given rates and a measured value > 0: "memory_sol_fraction" (min_bytes at the peak byte rate,
 // over the measured value), "compute_sol_fraction" (FLOPs at the peak FLOP rate, over it) and
 // "sol_fraction" (the larger), the names the seed states' conditions use; and, given input_bytes,

@@ -35,6 +35,10 @@ struct StepRecord {
   std::string slot;
   double slot_share = 1.0;
   std::string state, state_evidence;
+  // With --profile ncu: the state Nsight Compute's counters imply (policy ncu_implied_state) and
+  // the numbers behind it; where ncu gave none, no state and why in ncu_evidence.
+  std::optional<std::string> ncu_state;
+  std::string ncu_evidence;
   std::string technique, implementer;
   // Why this technique: "ucb" (with the chosen arm's evidence), "graph-first round" or "region
   // reuse" (reused_attempt below); and the ids of the KB claims the actor was shown.

@@ -40,6 +40,9 @@ struct EvalCommand {
   std::string export_path;
   bool json = false;
   bool no_server = false;
+  // --profile's value: kNotGiven without the flag, empty when it is given alone.
+  std::string profile_with = kNotGiven;
+  static constexpr const char* kNotGiven = "(not given)";
 };
 
 std::string number(const nlohmann::json& value, const char* format) {
@@ -135,6 +138,26 @@ void print_workloads(const nlohmann::json& r) {
   }
 }
 
+// Nsight Compute's part of a signature (--profile ncu): its numbers, or why there are none.
+void print_ncu(const ProfileSignature& sig) {
+  const auto ncu = sig.to_json().value("ncu", nlohmann::json());
+  if (!ncu.is_object()) return;
+  std::cout << "ncu        ";
+  if (ncu.value("status", "") != "ok") {
+    std::cout << " " << ncu.value("status", "failed") << ": " << ncu.value("reason", "") << "\n";
+    return;
+  }
+  for (const char* metric :
+       {"ncu_kernel_count", "dram_throughput_fraction", "l2_throughput_fraction",
+        "sm_throughput_fraction", "tensor_pipe_fraction", "achieved_occupancy",
+        "stall_memory_fraction", "dram_bytes_ratio"}) {
+    if (const auto value = sig.metric(metric)) {
+      std::cout << " " << metric << "=" << number(nlohmann::json(*value), "%.3g");
+    }
+  }
+  std::cout << " (" << number(ncu.value("wall_s", nlohmann::json()), "%.1f") << " s)\n";
+}
+
 void print_report(const nlohmann::json& r) {
   const EvalResult e = EvalResult::from_json(r);
   print_verdict(e, r);
@@ -174,6 +197,7 @@ void print_report(const nlohmann::json& r) {
       }
     }
     std::cout << "\n";
+    print_ncu(sig);
     if (!sig.ops().empty()) {
       std::cout << "top ops    ";
       std::size_t shown = 0;
@@ -271,9 +295,21 @@ void add_eval_options(CLI::App* eval, EvalCommand& c) {
       "--no-grad-timing", c.no_grad_timing,
       "Time forward calls under torch.no_grad() (CUDA). By default they record autograd, "
       "as a plain call and KernelBench's harness do; correctness trials never do");
-  eval->add_flag("--profile", c.options.profile,
-                 "Profile candidate and reference with the PyTorch profiler and report their "
-                 "signatures (op and kernel time shares, idle fraction, speed-of-light fractions)");
+  eval->add_option("--profile", c.profile_with,
+                   "Profile candidate and reference and report their signatures (op and kernel "
+                   "time shares, idle fraction, speed-of-light fractions): with the PyTorch "
+                   "profiler (--profile or --profile torch), or also with Nsight Compute "
+                   "(--profile ncu: the candidate's DRAM, L2 and SM throughput, tensor pipes, "
+                   "occupancy and warp stalls; CUDA only). Give PROBLEM before it or write "
+                   "--profile=torch, so that PROBLEM is not taken for its value")
+      ->expected(0, 1)
+      ->check(CLI::IsMember({"", "torch", "ncu"}));
+  eval->add_option(
+          "--ncu-kernels", c.options.ncu_kernels,
+          "With --profile ncu: the kernels Nsight Compute profiles per forward, at most (default "
+          "100); each costs several replays. A forward with more has its first ones "
+          "profiled")
+      ->check(CLI::Range(1, 100000));
   eval->add_flag("--compile-baseline", c.options.compile_baseline,
                  "Also time torch.compile of the reference");
   eval->add_option("--timeout", c.timeout_s,
@@ -334,6 +370,10 @@ PreparedEval prepare_eval(EvalCommand& c) {
   options.tolerance_policy = c.strict ? "strict" : "eager-widened";
   options.timing = !c.no_timing;
   options.timing_autograd = !c.no_grad_timing;
+  if (c.profile_with != EvalCommand::kNotGiven) {
+    options.profile = true;
+    options.profiler = c.profile_with.empty() ? "torch" : c.profile_with;
+  }
   options.timeout = std::chrono::seconds(c.timeout_s);
   options.compile_timeout = std::chrono::seconds(c.compile_timeout_s);
   std::vector<std::filesystem::path> files = {options.problem};

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/app.hpp"
+#include "cli/kb_classify.hpp"
 #include "cli/table.hpp"
 #include "mblast/error.hpp"
 #include "mblast/kb.hpp"
@@ -347,6 +348,7 @@ void register_kb(CLI::App& app, Globals& globals, Action& action) {
   add_kb_export(kb_command, globals, action, o);
   add_kb_import(kb_command, globals, action, o);
   add_kb_merge(kb_command, action, o);
+  add_kb_classify(kb_command, globals, action);
 }
 
 }  // namespace mblast::cli

@@ -197,6 +197,8 @@ const std::map<std::string, std::string>& option_keys() {
       {"--allow-bf16", "allow_bf16"},
       {"--regions", "regions"},
       {"--graph-first", "graph_first"},
+      {"--profile", "profiler"},
+      {"--ncu-kernels", "ncu_kernels"},
       {"--other-hardware-weight", "other_hardware_weight"},
       {"--seed", "seed"},
       {"--seeds", "seeds"},
@@ -293,6 +295,18 @@ void add_judge_options(CLI::App* cmd, OptimizeCommand& c) {
   cmd->add_flag("--graph-first", c.options.graph_first,
                 "Judge the whole model in a CUDA graph first; where that is correct, every later "
                 "built-in candidate is judged inside such a graph (CUDA GPUs)");
+  cmd->add_option("--profile", c.options.judge.profiler,
+                  "What profiles each candidate for the state classifier: torch (the PyTorch "
+                  "profiler, default) or ncu (also Nsight Compute's counters: DRAM, L2 and SM "
+                  "throughput, tensor pipes, occupancy, warp stalls; CUDA only, adds about a "
+                  "profile's cost to every step)")
+      ->check(CLI::IsMember({"torch", "ncu"}));
+  cmd->add_option(
+         "--ncu-kernels", c.options.judge.ncu_kernels,
+         "With --profile ncu: the kernels Nsight Compute profiles per forward, at most (default "
+         "100); each costs several replays. A forward with more has its first ones "
+         "profiled")
+      ->check(CLI::Range(1, 100000));
   cmd->add_option(
          "--other-hardware-weight", c.options.other_hardware_weight,
          "Weight of a KB attempt made on other hardware (another GPU, the CPU) against one "

@@ -384,6 +384,7 @@ std::optional<StepRecord> Loop::step(int iteration, int step_in_iteration, int g
   }
   StepRecord record = step_record_base(iteration, step_in_iteration, global, slots_[choice->slot],
                                        choice->state, choice->technique);
+  add_ncu_state(record, current_.signature);
   progress_({.kind = "step_start", .data = record.step_start_json(), .step = record});
   record.decided_by = choice->decided_by;
   record.arm = choice->arm;

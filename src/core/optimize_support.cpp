@@ -267,4 +267,17 @@ StepRecord step_record_base(int iteration, int step, int global_step, const Slot
   return record;
 }
 
+void add_ncu_state(StepRecord& record, const ProfileSignature& signature) {
+  const auto ncu = signature.to_json().is_object()
+                       ? signature.to_json().value("ncu", nlohmann::json())
+                       : nlohmann::json();
+  if (!ncu.is_object()) return;  // --profile ncu not asked
+  if (const auto implied = ncu_implied_state(signature)) {
+    record.ncu_state = implied->state_id;
+    record.ncu_evidence = implied->because;
+  } else {
+    record.ncu_evidence = ncu.value("status", "failed") + ": " + ncu.value("reason", "");
+  }
+}
+
 }  // namespace mblast::optimize_detail

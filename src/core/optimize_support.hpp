@@ -148,6 +148,9 @@ std::vector<MetricDelta> profile_deltas(const ProfileSignature& before,
                                         const ProfileSignature& after);
 
 // A step's record as far as the choice fills it (the rest comes as the step ends).
+// The state Nsight Compute's counters imply for the signature that classified the step, and why
+// (--profile ncu); where ncu gave no numbers, why not.
+void add_ncu_state(StepRecord& record, const ProfileSignature& signature);
 StepRecord step_record_base(int iteration, int step, int global_step, const Slot& slot,
                             const Classification& state, const TechniqueRow& technique);
 

@@ -75,7 +75,8 @@ void expand_json_columns(nlohmann::json& rows) {
 
 std::vector<StateRow> KnowledgeBase::states() const {
   // Definition order (seed file order first), which the state classifier uses to break ties.
-  auto stmt = db_->prepare("SELECT * FROM states ORDER BY rowid");
+  // Retired states (dropped from the seed catalogue) keep their history but are never assigned.
+  auto stmt = db_->prepare("SELECT * FROM states WHERE retired = 0 ORDER BY rowid");
   std::vector<StateRow> rows;
   while (stmt.step()) rows.push_back(kb::state_from(stmt));
   return rows;
@@ -199,7 +200,9 @@ nlohmann::json KnowledgeBase::query(const KbQuery& q) const {
   std::string select;
   std::string order;
   if (q.kind == "states") {
-    select = "SELECT id, parent_id, name, origin, conditions, try_first, description FROM states";
+    select =
+        "SELECT id, parent_id, name, origin, retired, conditions, try_first, description FROM "
+        "states";
     where.add(q.state, state_match("id", where.next()));
     order = " ORDER BY id";
   } else if (q.kind == "techniques") {

@@ -60,6 +60,17 @@ void meta_set(sql::Db& db, const char* key, const std::string& value) {
   stmt.bind(1, key).bind(2, value).run();
 }
 
+// Seed states this catalogue no longer lists are retired, not deleted: what was recorded under
+// them keeps its state; a state the catalogue lists again comes back.
+void retire_dropped_seed_states(sql::Db& db, const nlohmann::json& seed_states) {
+  nlohmann::json ids = nlohmann::json::array();
+  for (const auto& s : seed_states) ids.push_back(s.at("id"));
+  auto stmt = db.prepare(
+      "UPDATE states SET retired = (id NOT IN (SELECT value FROM json_each(?))) "
+      "WHERE origin = 'seed'");
+  stmt.bind(1, ids.dump()).run();
+}
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -120,6 +131,7 @@ void apply_seed(sql::Db& db) {
     }
     technique_stmt.bind(8, now).run();
   }
+  retire_dropped_seed_states(db, states);
   meta_set(db, "seed_hash", seed_hash);
   tx.commit();
   spdlog::debug("seed catalogue applied: {} states, {} techniques", states.size(),

@@ -90,39 +90,79 @@ std::string Classification::explain() const {
   return text.empty() ? "no conditions" : text;
 }
 
-Classification classify(const std::vector<StateRow>& states, const Signature& signature) {
-  const StatesById by_id = index_states(states);
+namespace {
 
-  struct Match {
-    Classification classification;
-    std::size_t order = 0;
-  };
-  std::optional<Match> best;
-  for (std::size_t order = 0; order < states.size(); ++order) {
-    // Every condition on the path from the root down to this state must hold.
-    const auto path = root_path(by_id, states[order]);
+struct Match {
+  Classification classification;
+  std::string root;
+};
+
+// Every state whose conditions, and those of all its ancestors, hold; in definition order.
+std::vector<Match> matching_states(const std::vector<StateRow>& states,
+                                   const Signature& signature) {
+  const StatesById by_id = index_states(states);
+  std::vector<Match> matches;
+  for (const auto& state : states) {
+    const auto path = root_path(by_id, state);
     if (path.empty()) continue;
-    Classification candidate;
-    candidate.state_id = states[order].id;
-    candidate.depth = static_cast<int>(path.size()) - 1;
+    Match match{
+        .classification = {.state_id = state.id, .depth = static_cast<int>(path.size()) - 1},
+        .root = path.front()->id};
     bool holds = true;
     for (const StateRow* s : path) {
       for (auto& e : check(*s, signature)) {
         holds = holds && e.holds;
-        candidate.evidence.push_back(std::move(e));
+        match.classification.evidence.push_back(std::move(e));
       }
     }
-    if (!holds) continue;
-    const bool better = !best || candidate.depth > best->classification.depth ||
-                        (candidate.depth == best->classification.depth &&
-                         candidate.evidence.size() > best->classification.evidence.size());
-    if (better) best = Match{std::move(candidate), order};
+    if (holds) matches.push_back(std::move(match));
   }
-  if (!best) {
+  return matches;
+}
+
+// The first of the best: deeper, then more evidence; definition order breaks ties.
+const Match* best_of(const std::vector<const Match*>& matches) {
+  const Match* best = nullptr;
+  for (const Match* m : matches) {
+    const auto& c = m->classification;
+    if (!best || c.depth > best->classification.depth ||
+        (c.depth == best->classification.depth &&
+         c.evidence.size() > best->classification.evidence.size())) {
+      best = m;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+// The root names the kind of bottleneck and decides first; only then the deepest state under it,
+// so that a finer state of another kind (one more counter that happens to hold) never overrides
+// the kind the speed-of-light and launch numbers name.
+Classification classify(const std::vector<StateRow>& states, const Signature& signature) {
+  const std::vector<Match> matches = matching_states(states, signature);
+  std::vector<const Match*> roots;
+  for (const auto& m : matches) {
+    if (m.classification.depth == 0) roots.push_back(&m);
+  }
+  const Match* root = best_of(roots);
+  if (!root) {
     throw input_error("no state of the knowledge base matches this signature",
                       "keep a state without conditions (the seed's 'unclassified') as a fallback");
   }
-  return std::move(best->classification);
+  std::vector<const Match*> under_root;
+  for (const auto& m : matches) {
+    if (m.root == root->root) under_root.push_back(&m);
+  }
+  return best_of(under_root)->classification;
+}
+
+std::string root_of(const std::vector<StateRow>& states, const std::string& state_id) {
+  const StatesById by_id = index_states(states);
+  const auto state = by_id.find(state_id);
+  if (state == by_id.end()) return {};
+  const auto path = root_path(by_id, *state->second);
+  return path.empty() ? std::string() : path.front()->id;
 }
 
 std::vector<std::string> try_first_of(const std::vector<StateRow>& states,

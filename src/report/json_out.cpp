@@ -23,10 +23,13 @@ nlohmann::json speedup_json(const SpeedupMetrics& m) {
 nlohmann::json states_json(const std::vector<StateVisit>& states) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& v : states) {
-    list.push_back({{"state", v.state},
-                    {"steps", v.steps},
-                    {"first_step", v.first_step},
-                    {"evidence", v.evidence}});
+    nlohmann::json visit = {{"state", v.state},
+                            {"steps", v.steps},
+                            {"first_step", v.first_step},
+                            {"evidence", v.evidence}};
+    if (v.ncu_state) visit["ncu_state"] = *v.ncu_state;
+    if (!v.ncu_evidence.empty()) visit["ncu_evidence"] = v.ncu_evidence;
+    list.push_back(std::move(visit));
   }
   return list;
 }
@@ -50,6 +53,8 @@ nlohmann::json row_json(const ProblemRow& row) {
           {"tokens", row.tokens},
           {"cost_usd", optional_json(row.cost_usd)},
           {"seconds", optional_json(row.seconds)},
+          {"first_choice",
+           row.first_choice.empty() ? nlohmann::json() : nlohmann::json(row.first_choice)},
           {"best_technique",
            row.best_technique.empty() ? nlohmann::json() : nlohmann::json(row.best_technique)},
           {"backend", row.backend},
@@ -80,36 +85,38 @@ nlohmann::json to_json(const Report& report, const Metrics& m, const TechniqueSt
                        const Comparison* against) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : report.rows) rows.push_back(row_json(row));
-  nlohmann::json out = {{"dir", report.dir.string()},
-                        {"kind", report.kind},
-                        {"batch", report.batch},
-                        {"problems", m.problems},
-                        {"ran", m.ran},
-                        {"not_run", m.not_run},
-                        {"unfinished", m.unfinished},
-                        {"correct", m.correct},
-                        {"correctness_rate", m.correctness_rate},
-                        {"vs_eager", speedup_json(m.vs_eager)},
-                        {"vs_compile", speedup_json(m.vs_compile)},
-                        {"vs_best_of", speedup_json(m.vs_best_of)},
-                        {"best_of_geomean", optional_json(m.best_of_geomean)},
-                        {"sol_score_median", optional_json(m.sol_score_median)},
-                        {"sol_scored", m.sol_scored},
-                        {"precision",
-                         {{"policies", m.policies},
-                          {"tolerances", m.tolerances},
-                          {"widened_by_eager", m.widened_by_eager}}},
-                        {"hardware", m.hardware},
-                        {"backends", m.backends},
-                        {"speedup_baselines", m.baselines},
-                        {"totals",
-                         {{"evaluations", m.evaluations},
-                          {"tokens", m.tokens},
-                          {"cost_usd", optional_json(m.cost_usd)},
-                          {"seconds", m.seconds}}},
-                        {"rows", rows},
-                        {"techniques", techniques_json(stats)},
-                        {"warnings", report.warnings}};
+  nlohmann::json out = {
+      {"dir", report.dir.string()},
+      {"kind", report.kind},
+      {"batch", report.batch},
+      {"problems", m.problems},
+      {"ran", m.ran},
+      {"not_run", m.not_run},
+      {"unfinished", m.unfinished},
+      {"correct", m.correct},
+      {"correctness_rate", m.correctness_rate},
+      {"vs_eager", speedup_json(m.vs_eager)},
+      {"vs_compile", speedup_json(m.vs_compile)},
+      {"vs_best_of", speedup_json(m.vs_best_of)},
+      {"best_of_geomean", optional_json(m.best_of_geomean)},
+      {"sol_score_median", optional_json(m.sol_score_median)},
+      {"sol_scored", m.sol_scored},
+      {"precision",
+       {{"policies", m.policies},
+        {"tolerances", m.tolerances},
+        {"widened_by_eager", m.widened_by_eager}}},
+      {"first_choice", {{"runs", m.first_choice_runs}, {"won", m.first_choice_won}}},
+      {"hardware", m.hardware},
+      {"backends", m.backends},
+      {"speedup_baselines", m.baselines},
+      {"totals",
+       {{"evaluations", m.evaluations},
+        {"tokens", m.tokens},
+        {"cost_usd", optional_json(m.cost_usd)},
+        {"seconds", m.seconds}}},
+      {"rows", rows},
+      {"techniques", techniques_json(stats)},
+      {"warnings", report.warnings}};
   if (against) out["comparison"] = comparison_json(*against);
   return out;
 }

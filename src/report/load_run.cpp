@@ -46,12 +46,26 @@ std::vector<StateVisit> read_states(const fs::path& run_dir, std::vector<std::st
     auto visit = std::find_if(states.begin(), states.end(),
                               [&](const StateVisit& v) { return v.state == step.state; });
     if (visit == states.end()) {
-      states.push_back({step.state, step.state_evidence, 0, step.global_step});
+      states.push_back({step.state, step.state_evidence, 0, step.global_step, step.ncu_state,
+                        step.ncu_evidence});
       visit = std::prev(states.end());
     }
     ++visit->steps;
   }
   return states;
+}
+
+std::string first_choice(const fs::path& run_dir, std::vector<std::string>& warnings) {
+  std::error_code ec;
+  if (!fs::is_regular_file(run_dir / "steps.jsonl", ec)) return {};
+  std::string first;
+  for (const auto& line : read_json_lines(run_dir / "steps.jsonl", warnings)) {
+    const StepRecord step = StepRecord::from_json(line);
+    if (step.technique.empty()) continue;
+    if (step.decided_by == "ucb") return step.technique;
+    if (first.empty() && step.decided_by.empty()) first = step.technique;
+  }
+  return first;
 }
 
 LoadedRun row_from_run(const nlohmann::json& run, const fs::path& run_dir,
@@ -95,7 +109,10 @@ LoadedRun row_from_run(const nlohmann::json& run, const fs::path& run_dir,
     row.eager_range = EagerRange::from_json(*range);
   row.run_dir = run_dir.empty() ? string_or(run, "run_dir") : run_dir.string();
   if (!run_dir.empty()) row.trajectory = read_trajectory(run_dir, warnings);
-  if (!run_dir.empty()) row.states = read_states(run_dir, warnings);
+  if (!run_dir.empty()) {
+    row.states = read_states(run_dir, warnings);
+    row.first_choice = first_choice(run_dir, warnings);
+  }
   loaded.aliases = {row.name, row.task, problem_stem(row.task)};
   if (!problem.empty()) loaded.aliases.insert(problem);
   if (!run_dir.empty()) loaded.aliases.insert(run_dir.filename().string());

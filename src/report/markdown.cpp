@@ -18,18 +18,32 @@ constexpr double kEagerRangeShown = 1.2;
 
 // Each problem's states, in the order its steps reached them, with the evidence of the first.
 void write_states(std::ostream& out, const Report& report) {
+  bool profiled_with_ncu = false;
+  for (const auto& row : report.rows) {
+    for (const auto& v : row.states)
+      profiled_with_ncu = profiled_with_ncu || v.ncu_state || !v.ncu_evidence.empty();
+  }
   std::vector<std::vector<std::string>> rows;
   for (const auto& row : report.rows) {
     for (const auto& v : row.states) {
       rows.push_back({row.name, row.backend, v.state, std::to_string(v.steps),
                       std::to_string(v.first_step), v.evidence});
+      if (profiled_with_ncu) {
+        rows.back().push_back(v.ncu_state.value_or("-"));
+        rows.back().push_back(v.ncu_evidence);
+      }
     }
   }
   if (rows.empty()) return;
   out << "\n## States\n\n";
-  markdown_table(
-      out, {"problem", "backend", "state", "steps", "first step", "evidence at the first step"},
-      rows, {false, false, false, true, true, false});
+  std::vector<std::string> headers = {"problem", "backend",    "state",
+                                      "steps",   "first step", "evidence at the first step"};
+  std::vector<bool> right = {false, false, false, true, true, false};
+  if (profiled_with_ncu) {
+    headers.insert(headers.end(), {"state Nsight Compute implies", "its numbers"});
+    right.insert(right.end(), {false, false});
+  }
+  markdown_table(out, headers, rows, right);
 }
 
 // Each evaluation times eager in its own process, and every speedup is over that eager: where it

@@ -114,6 +114,10 @@ Metrics compute_metrics(const std::vector<ProblemRow>& rows) {
         row.tolerance["widened_by_eager"] == true) {
       ++m.widened_by_eager;
     }
+    if (!row.first_choice.empty() && !row.best_technique.empty()) {
+      ++m.first_choice_runs;
+      if (row.first_choice == row.best_technique) ++m.first_choice_won;
+    }
     m.evaluations += row.evaluations;
     m.tokens += row.tokens;
     if (row.cost_usd) m.cost_usd = m.cost_usd.value_or(0) + *row.cost_usd;

@@ -107,6 +107,10 @@ std::vector<MetricLine> metric_lines(const Metrics& m) {
                      c.problems ? percent_text(c.fast_p.at(name)) : "-"});
   }
   lines.push_back({"geomean speedup (correct)", speedup_text(e.geomean), speedup_text(c.geomean)});
+  if (m.first_choice_runs) {
+    lines.push_back(
+        {"first choice was the winner", count_of(m.first_choice_won, m.first_choice_runs), "-"});
+  }
   if (m.sol_score_median) {
     // SOL-ExecBench's score, with eager as its baseline time.
     char median[32];

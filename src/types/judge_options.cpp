@@ -23,6 +23,8 @@ nlohmann::json judge_options_to_json(const JudgeOptions& o) {
           {"rtol", o.rtol},
           {"tolerance_policy", o.tolerance_policy},
           {"allow_tf32", o.allow_tf32},
+          {"profiler", o.profiler},
+          {"ncu_kernels", o.ncu_kernels},
           {"timing_runs", o.timing_runs},
           {"timing_autograd", o.timing_autograd},
           {"timeout_s", o.timeout.count()},
@@ -40,6 +42,8 @@ void read_judge_options(const nlohmann::json& j, JudgeOptions& o) {
   read_field(j, "rtol", o.rtol);
   read_field(j, "tolerance_policy", o.tolerance_policy);
   read_field(j, "allow_tf32", o.allow_tf32);
+  read_field(j, "profiler", o.profiler);
+  read_field(j, "ncu_kernels", o.ncu_kernels);
   read_field(j, "timing_runs", o.timing_runs);
   read_field(j, "timing_autograd", o.timing_autograd);
   read_seconds(j, "timeout_s", o.timeout);

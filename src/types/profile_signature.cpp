@@ -27,11 +27,25 @@ ProfileSignature ProfileSignature::from_json(const nlohmann::json& object) {
   for (const auto& [name, value] : object.items()) {
     if (value.is_number()) s.metrics_[name] = value.get<double>();
   }
+  if (const auto ncu = object.find("ncu"); ncu != object.end() && ncu->is_object()) {
+    if (const auto m = ncu->find("metrics"); m != ncu->end() && m->is_object()) {
+      for (const auto& [name, value] : m->items()) {
+        if (value.is_number()) s.ncu_metrics_[name] = value.get<double>();
+      }
+    }
+  }
+  s.metrics_.insert(s.ncu_metrics_.begin(), s.ncu_metrics_.end());
   s.ops_ = shares(object, "ops");
   s.regions_ = shares(object, "regions");
   s.lists_regions_ = object.contains("regions");
   s.kernels_ = shares(object, "kernels");
   return s;
+}
+
+std::map<std::string, double> ProfileSignature::profiler_metrics() const {
+  std::map<std::string, double> result = metrics_;
+  for (const auto& [name, _] : ncu_metrics_) result.erase(name);
+  return result;
 }
 
 std::optional<double> ProfileSignature::metric(const std::string& name) const {

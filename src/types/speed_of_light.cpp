@@ -12,6 +12,16 @@ std::optional<double> positive(const nlohmann::json& object, const char* key) {
   return std::nullopt;
 }
 
+// Nsight Compute's DRAM bytes (worker/mblast_worker/ncu.py) over the minimal bytes, beside them.
+void add_dram_bytes_ratio(nlohmann::json& signature, const ForwardWork& work) {
+  if (!work.min_bytes || *work.min_bytes <= 0 || !signature.contains("ncu")) return;
+  auto& metrics = signature["ncu"]["metrics"];
+  if (!metrics.is_object()) return;
+  if (const auto dram = positive(metrics, "dram_bytes")) {
+    metrics["dram_bytes_ratio"] = *dram / *work.min_bytes;
+  }
+}
+
 }  // namespace
 
 ForwardWork ForwardWork::from_fields(const nlohmann::json& object) {
@@ -34,7 +44,11 @@ void add_speed_of_light(nlohmann::json& signature, const ForwardWork& work,
   if (work.flops) signature["flops"] = *work.flops;
   if (work.flops && work.min_bytes && *work.min_bytes > 0) {
     signature["arithmetic_intensity"] = *work.flops / *work.min_bytes;
+    if (peak && peak->flops > 0 && peak->bytes > 0) {
+      signature["ridge_ratio"] = *work.flops / *work.min_bytes / (peak->flops / peak->bytes);
+    }
   }
+  if (signature.is_object()) add_dram_bytes_ratio(signature, work);
   if (!peak || measured <= 0) return;
   std::optional<double> memory, compute;
   if (work.min_bytes && peak->bytes > 0) memory = *work.min_bytes / peak->bytes / measured;

@@ -25,6 +25,8 @@ json StepRecord::step_start_json() const {
 
 json StepRecord::to_json() const {
   json line = step_start_json();
+  if (ncu_state) line["ncu_state"] = *ncu_state;
+  if (!ncu_evidence.empty()) line["ncu_evidence"] = ncu_evidence;
   if (!decided_by.empty()) {
     json decision = {{"by", decided_by}};
     if (arm) {
@@ -79,6 +81,10 @@ StepRecord StepRecord::from_json(const json& line) {
   read_lenient(line, "slot_share", r.slot_share);
   read_lenient(line, "state", r.state);
   read_lenient(line, "state_evidence", r.state_evidence);
+  read_lenient(line, "ncu_evidence", r.ncu_evidence);
+  if (const auto it = line.find("ncu_state"); it != line.end() && it->is_string()) {
+    r.ncu_state = it->get<std::string>();
+  }
   read_lenient(line, "technique", r.technique);
   read_lenient(line, "implementer", r.implementer);
   if (const auto it = line.find("decision"); it != line.end() && it->is_object()) {

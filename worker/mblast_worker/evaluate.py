@@ -5,15 +5,16 @@ computed (or read) after the candidate has run, so a candidate cannot pick up th
 reference's freed outputs.
 """
 
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 import torch
 
-from . import guards, memory, progress
+from . import guards, memory, ncu, progress
 from .compare import Tol, against_eager
 from .costmodel import sol_ms, sol_score
 from .signature import build_signature, profile_forward
 from .errors import CandidateRuntimeError
+from .ncu_target import TargetSpec
 from .opsrec import record_ops, shared_reference_ops
 from .outputs import output_list
 from .poison import PoisonMode
@@ -128,7 +129,8 @@ def _speed_of_light_flag(s: Session) -> None:
 
 def _profile(s: Session, pristine: List[Any]) -> None:
     """Signatures of candidate and reference, each over its own copy of the first trial's inputs,
-    with the measured medians as their total times."""
+    with the measured medians as their total times; with "profiler": "ncu", the candidate's also
+    gets Nsight Compute's numbers."""
     on_gpu = s.device.type == "cuda"
     for attribute, forward, total_ms in (
         ("signature", s.candidate_callable(clone_all(pristine), s.candidate_grad), s.resp.cand_ms),
@@ -138,9 +140,30 @@ def _profile(s: Session, pristine: List[Any]) -> None:
             profiled = profile_forward(forward, s.device, grad=s.candidate_grad)
         except Exception as exc:  # noqa: BLE001 - a profiler failure costs the signature, not the verdict
             s.resp.add_note(f"profiling failed: {type(exc).__name__}: {exc}")
-            return
+            break
         measured = total_ms if total_ms is not None else float(profiled["busy_ms"])
         setattr(s.resp, attribute, build_signature(profiled, measured, on_gpu))
+    if s.req.profiler == "ncu" and s.resp.signature is not None:
+        s.after_candidate_code("during profiling")  # restores any patched clock before ncu's time limit
+        with s.phases.phase("ncu"):
+            s.resp.signature.update(_ncu_keys(s))
+
+
+def _ncu_keys(s: Session) -> Dict[str, Any]:
+    assert s.req.problem is not None and s.req.candidate is not None
+    spec = TargetSpec(problem=s.req.problem, candidate=s.req.candidate, device=str(s.device),
+                      init_seed=s.req.init_seed, seed=s.req.seeds[0], allow_tf32=s.req.allow_tf32,
+                      tolerance_policy=s.req.tolerance_policy, grad=s.candidate_grad)
+    if s.device.type == "cuda":
+        torch.cuda.empty_cache()  # the child builds its own model and inputs on the same device
+    try:
+        keys = ncu.candidate_keys(spec, s.device, s.req.ncu_launch_count, s.req.ncu_timeout_s)
+    except Exception as exc:  # noqa: BLE001 - ncu costs neither the verdict nor the torch signature
+        keys = ncu.signature_keys(ncu.NcuOutcome("failed", f"{type(exc).__name__}: {exc}"), s.req.ncu_launch_count)
+    report = keys["ncu"]
+    if report["status"] != "ok":
+        s.resp.add_note(f"ncu {report['status']}: {report['reason']}")
+    return keys
 
 
 def _record_candidate_ops(s: Session, pristine: List[Any]) -> None:

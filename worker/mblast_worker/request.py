@@ -9,6 +9,7 @@ from .errors import RequestError
 OPS = ("eval", "check_task", "ceilings")
 POLICIES = ("eager-widened", "strict")
 BASELINES = ("eager", "compile")
+PROFILERS = ("torch", "ncu")
 
 
 @dataclass
@@ -52,6 +53,10 @@ class Request:
     timeout_s: Optional[float] = None
     # Profile candidate and reference after timing: the signatures the state classifier reads.
     profile: bool = False
+    # "ncu": the candidate's signature also gets Nsight Compute metrics (ncu.py), from a child process.
+    profiler: str = "torch"
+    ncu_launch_count: int = 40  # kernels ncu profiles at most
+    ncu_timeout_s: float = 180.0  # the whole ncu step, its one retry included
 
 
 def _typed(raw: Dict[str, Any], key: str, kinds: tuple, default: Any) -> Any:
@@ -127,6 +132,7 @@ def parse_request(raw: Any, default_device: str = "cpu") -> Request:
     req.cache_dir = _abs_path(raw, "cache_dir", required=False)
     req.allow_tf32 = bool(_typed(raw, "allow_tf32", (bool,), False))
     req.profile = bool(_typed(raw, "profile", (bool,), False))
+    _parse_profiler(raw, req)
     ceilings = raw.get("device_ceilings")
     if ceilings is not None:
         if not isinstance(ceilings, dict):
@@ -141,3 +147,15 @@ def parse_request(raw: Any, default_device: str = "cpu") -> Request:
     timeout = _typed(raw, "timeout_s", (float, int), None)
     req.timeout_s = float(timeout) if timeout is not None else None
     return req
+
+
+def _parse_profiler(raw: Dict[str, Any], req: Request) -> None:
+    req.profiler = _typed(raw, "profiler", (str,), "torch")
+    if req.profiler not in PROFILERS:
+        raise RequestError(f"unknown profiler {req.profiler!r}; expected one of {', '.join(PROFILERS)}")
+    req.ncu_launch_count = int(_typed(raw, "ncu_launch_count", (int,), 40))
+    if req.ncu_launch_count < 1:
+        raise RequestError(f"request field 'ncu_launch_count' must be >= 1, got {req.ncu_launch_count}")
+    req.ncu_timeout_s = float(_typed(raw, "ncu_timeout_s", (float, int), 180.0))
+    if not req.ncu_timeout_s >= 1.0:  # also refuses NaN
+        raise RequestError(f"request field 'ncu_timeout_s' must be >= 1 second, got {req.ncu_timeout_s}")

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The state classifier checked against Nsight Compute (issue 27, item 3; docs/STATES.md), on the
+# GPU machine from the repository root (carry [".device", ".kb"]):
+#
+#   benchmarks/h200/states_check.sh [LEVELS]        # default "1 2 3"; results under $OUT/states
+#
+# Per problem of benchmarks/states_check.txt: `mblast eval PROBLEM --candidate PROBLEM --profile
+# ncu --json` (the reference judged against itself, profiled with the PyTorch profiler and, for
+# the candidate, with Nsight Compute), written to json/<level>_<name>.json; then `mblast kb
+# classify` over all of them: the state from the cheap numbers beside the state Nsight Compute
+# implies, the table (states_check.md) and its JSON (states_check.json). Problems already judged
+# are kept (a second call goes on where a device call's time limit stopped the first). Before the
+# problems it records what ncu is and whether it reads counters here (ncu.txt). PER_PROBLEM=S
+# bounds one problem (default 240 s); KERNELS=N is the launch limit (eval --ncu-kernels).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+levels=${1:-1 2 3}
+out=${OUT:-states-results}/states
+export LD_LIBRARY_PATH=$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+command -v bwrap >/dev/null || export PATH=$PWD/.device/bin:$PATH
+mkdir -p "$out/json" "$out/log"
+{
+  command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu
+  ncu --version 2>&1 | tail -2
+} >"$out/ncu.txt" 2>&1
+for level in $levels; do
+  numbers=$(awk -v l="$level" '$1 == l {print $2}' benchmarks/states_check.txt | tr ',' ' ')
+  [ -n "$numbers" ] || { echo "states_check.sh: no level $level in the list" >&2; exit 2; }
+  for n in $numbers; do
+    problem=$(ls .kb/level"$level"/"$n"_*.py | head -1)
+    name=level${level}_$(basename "$problem" .py)
+    [ -s "$out/json/$name.json" ] && continue
+    start=$(date +%s)
+    timeout "${PER_PROBLEM:-240}" .device/mblast eval "$problem" --candidate "$problem" \
+      --profile=ncu --ncu-kernels "${KERNELS:-200}" --runs 30 --json \
+      >"$out/json/$name.tmp" 2>"$out/log/$name.log"
+    rc=$?
+    if [ -s "$out/json/$name.tmp" ]; then mv "$out/json/$name.tmp" "$out/json/$name.json"; fi
+    echo "$name: exit $rc, $(($(date +%s) - start)) s"
+  done
+done
+.device/mblast --kb "$out/kb.sqlite" kb classify "$out"/json/*.json | tee "$out/states_check.md" | tail -3
+.device/mblast --kb "$out/kb.sqlite" kb classify --json "$out"/json/*.json >"$out/states_check.json"
