@@ -103,6 +103,25 @@ TEST(ReportMetrics, BatchFindsRunFoldersMovedFromTheClusterAndSaysWhatItSkipped)
   EXPECT_TRUE(unfinished);
 }
 
+// Issue 27, item 4: how often the selector's first choice was the run's eventual winner, over the
+// runs that had both; a run whose best stayed the reference had no winner to choose.
+TEST(ReportMetrics, TheFirstChoiceCountsWhereItWasTheWinner) {
+  auto row = [](std::string first, std::string best) {
+    report::ProblemRow r;
+    r.ran = true;
+    r.status = "finished";
+    r.first_choice = std::move(first);
+    r.best_technique = std::move(best);
+    return r;
+  };
+  const auto m = report::compute_metrics(
+      {row("cuda/builtin-torch-compile", "cuda/builtin-torch-compile"),
+       row("cuda/builtin-cuda-graph", "cuda/builtin-torch-compile"),
+       row("cuda/builtin-torch-compile", "reference"), row("", "cuda/builtin-torch-compile")});
+  EXPECT_EQ(m.first_choice_runs, 2);
+  EXPECT_EQ(m.first_choice_won, 1);
+}
+
 TEST(ReportMetrics, SingleRunsUseTheirOwnBaseline) {
   const auto relu = report::load_report(kFixtures / "run_relu");
   EXPECT_EQ(relu.kind, "run");

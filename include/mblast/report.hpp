@@ -106,7 +106,8 @@ struct Metrics {
   std::map<std::string, std::int64_t> policies, hardware, backends, baselines;
   nlohmann::json tolerances = nlohmann::json::array();  // [{atol, rtol, problems}]
   std::int64_t widened_by_eager = 0;
-  // Runs with a first choice and a winning technique, and those where the two are the same.
+  // Runs with a first choice and a winning technique (not the reference), and those where the two
+  // are the same.
   std::int64_t first_choice_runs = 0, first_choice_won = 0;
   std::int64_t evaluations = 0, tokens = 0;
   std::optional<double> cost_usd;

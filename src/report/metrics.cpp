@@ -114,7 +114,9 @@ Metrics compute_metrics(const std::vector<ProblemRow>& rows) {
         row.tolerance["widened_by_eager"] == true) {
       ++m.widened_by_eager;
     }
-    if (!row.first_choice.empty() && !row.best_technique.empty()) {
+    // A run whose best stayed the reference has no winning technique to have chosen first.
+    if (!row.first_choice.empty() && !row.best_technique.empty() &&
+        row.best_technique != "reference") {
       ++m.first_choice_runs;
       if (row.first_choice == row.best_technique) ++m.first_choice_won;
     }
