@@ -54,9 +54,15 @@ void Loop::add_region_slots() {
   }
   std::string listed;
   for (const auto& window : regions->windows) {
-    slots_.push_back({window.slot_id(), window.share, 0, 0, window.ops, window.op_kinds,
-                      window.signature, window.key, window.computation, window.input_shapes,
-                      window.code});
+    slots_.push_back({.id = window.slot_id(),
+                      .time_share = window.share,
+                      .ops = window.ops,
+                      .op_kinds = window.op_kinds,
+                      .region_signature = window.signature,
+                      .region_key = window.key,
+                      .region_computation = window.computation,
+                      .input_shapes = window.input_shapes,
+                      .region_code = window.code});
     listed += fmt::format("{}{} ({:.0f}%)", listed.empty() ? "" : ", ", window.slot_id(),
                           window.share * 100);
   }

@@ -7,6 +7,8 @@ import torch
 from torch.fx import GraphModule, Node, Tracer
 from torch.fx.passes.shape_prop import ShapeProp
 
+from mblast_worker.tensors import dtype_name
+
 from .cut import OP_KINDS, nodes_in, reads
 
 
@@ -117,6 +119,6 @@ def _op_node(module: GraphModule, node: Node) -> OpNode:
         op_type = getattr(node.target, "__name__", target)
     meta = node.meta.get("tensor_meta")
     shape = list(meta.shape) if meta is not None and hasattr(meta, "shape") else None
-    dtype = str(meta.dtype).replace("torch.", "") if meta is not None and hasattr(meta, "dtype") else None
+    dtype = dtype_name(meta.dtype) if meta is not None and hasattr(meta, "dtype") else None
     owner = str(node.meta.get("mblast_owner", ""))
     return OpNode(node.name, OP_KINDS[node.op], target, op_type, reads(node), shape, dtype, owner)

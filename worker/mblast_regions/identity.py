@@ -20,6 +20,8 @@ from typing import Any, Dict, List, Optional
 import torch
 from torch.fx import GraphModule, Node
 
+from mblast_worker.tensors import dtype_name
+
 from .cut import OP_KINDS, Window, attribute
 
 BUCKET_BITS = 4  # a shape class spans a factor of 2^4 in bytes
@@ -68,10 +70,6 @@ def _metas(node: Node) -> List[Any]:
     return []
 
 
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
-
-
 def _value_text(node: Node, shapes: bool = True) -> str:
     """"float32[10,64,56,56]"; without shapes, its rank only: "float32[4d]"."""
     metas = _metas(node)
@@ -82,7 +80,7 @@ def _value_text(node: Node, shapes: bool = True) -> str:
 
 def _tensor_text(dtype: torch.dtype, shape: Any, shapes: bool) -> str:
     dims = ",".join(str(d) for d in shape) if shapes else f"{len(shape)}d"
-    return f"{_dtype_name(dtype)}[{dims}]"
+    return f"{dtype_name(dtype)}[{dims}]"
 
 
 def _nbytes(meta: Any) -> int:
@@ -91,7 +89,7 @@ def _nbytes(meta: Any) -> int:
 
 def _shape_class(read: List[Any], written: List[Any]) -> str:
     total = sum(_nbytes(m) for m in read + written)
-    dtype = _dtype_name(read[0].dtype) if read else "none"
+    dtype = dtype_name(read[0].dtype) if read else "none"
     if total <= 0:
         return f"{dtype}:0B"
     bucket = BUCKET_BITS * math.floor(math.log2(total) / BUCKET_BITS)

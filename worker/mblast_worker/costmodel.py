@@ -6,7 +6,7 @@ import torch
 
 from .flops import count_dispatch_flops
 from .request import DeviceCeilings
-from .tensors import flat_tensors, nbytes
+from .tensors import dtype_name, flat_tensors, nbytes
 
 
 def count_flops(call: Callable[[], Any]) -> Optional[float]:
@@ -37,7 +37,7 @@ _PRECISION_ORDER = ("float8_e4m3fn", "float8_e5m2", "float16", "bfloat16", "floa
 def compute_dtype(tensors: List[torch.Tensor]) -> str:
     """The lowest-precision floating dtype among a problem's inputs and parameters ("float32" when
     none is floating): the arithmetic its work can be done in."""
-    names = {str(t.dtype).replace("torch.", "") for t in tensors if t.is_floating_point()}
+    names = {dtype_name(t.dtype) for t in tensors if t.is_floating_point()}
     return next((n for n in _PRECISION_ORDER if n in names), "float32")
 
 
