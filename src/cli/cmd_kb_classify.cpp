@@ -109,8 +109,10 @@ void print_markdown(const nlohmann::json& rows, const nlohmann::json& summary) {
     const std::string ncu =
         row["ncu_state"].is_null() ? "- (" + cell(row["ncu_status"]) + ")" : cell(row["ncu_state"]);
     std::cout << "| " << cell(row["name"]) << " | " << cell(row["state"]) << " | "
-              << cell(row["evidence"]) << " | " << ncu << " | " << cell(row["ncu_because"]) << " | "
-              << cell(row["root_agrees"]) << " |\n";
+              << cell(row["evidence"]) << " | " << ncu << " | "
+              << cell(row["ncu_state"].is_null() ? row.value("ncu_reason", nlohmann::json())
+                                                 : row["ncu_because"])
+              << " | " << cell(row["root_agrees"]) << " |\n";
   }
   if (summary["with_ncu"].get<int>() == 0) {
     std::cout << "\nno signature has Nsight Compute numbers: judge with `--profile ncu` on a GPU "
