@@ -262,6 +262,28 @@ TEST_F(LoopTest, ARunStoppedByABudgetSpendsNothingOnTheCompileBaseline) {
   EXPECT_TRUE(summary["compile_ms"].is_null());
 }
 
+// ncu profiles the candidate side only: the first step's signature is eager's profile with the
+// counters of the reference judged as a candidate, so that --profile ncu reaches the first state.
+TEST(BaselineSignature, EagersProfileWithTheCandidateSidesCounters) {
+  const nlohmann::json eager = {{"total_ms", 2.0}, {"sol_fraction", 0.1}, {"ridge_ratio", 0.2}};
+  const nlohmann::json counted = {{"status", "ok"},
+                                  {"metrics", {{"dram_throughput_fraction", 0.3}}}};
+  EvalResult judged = EvalResult::from_json(
+      {{"correct", true},
+       {"signature", {{"total_ms", 2.1}, {"profiler", "ncu"}, {"ncu", counted}}},
+       {"reference_signature", eager}});
+  const auto merged = optimize_detail::baseline_signature(judged);
+  EXPECT_EQ(merged.metric("total_ms"), 2.0);  // eager's own profile
+  EXPECT_EQ(merged.metric("dram_throughput_fraction"), 0.3);
+  EXPECT_EQ(merged.to_json()["profiler"], "ncu");
+
+  judged = EvalResult::from_json(
+      {{"correct", true}, {"signature", {{"total_ms", 2.1}}}, {"reference_signature", eager}});
+  EXPECT_EQ(optimize_detail::baseline_signature(judged).to_json(), eager);  // no counters
+  judged = EvalResult::from_json({{"correct", true}, {"signature", {{"total_ms", 2.1}}}});
+  EXPECT_EQ(optimize_detail::baseline_signature(judged).metric("total_ms"), 2.1);  // no eager side
+}
+
 TEST_F(LoopTest, AMeasuredBaselinesSignatureClassifiesTheFirstStep) {
   EvalResult baseline = EvalResult::from_json(
       {{"correct", true},

@@ -244,9 +244,7 @@ void Loop::baseline() {
                           "reference",
                           0,
                           extra_number(baseline_, "sol_score")};
-    current_.signature = baseline_.reference_signature.to_json().is_null()
-                             ? baseline_.signature
-                             : baseline_.reference_signature;
+    current_.signature = baseline_signature(baseline_);
     current_.time_ms = baseline_.ref_ms;
   }
   hardware_ = backend_.hardware(baseline_);

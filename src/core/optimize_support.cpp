@@ -237,6 +237,18 @@ AttemptRow attempt_row(const Evaluation& evaluation, const std::string& run_id,
   return row;
 }
 
+ProfileSignature baseline_signature(const EvalResult& reference_judged) {
+  const nlohmann::json& eager = reference_judged.reference_signature.to_json();
+  const nlohmann::json& candidate = reference_judged.signature.to_json();
+  if (!eager.is_object()) return reference_judged.signature;
+  if (!candidate.is_object() || !candidate.contains("ncu"))
+    return reference_judged.reference_signature;
+  nlohmann::json merged = eager;
+  merged["ncu"] = candidate["ncu"];
+  if (candidate.contains("profiler")) merged["profiler"] = candidate["profiler"];
+  return ProfileSignature::from_json(merged);
+}
+
 std::vector<MetricDelta> profile_deltas(const ProfileSignature& before,
                                         const ProfileSignature& after) {
   std::vector<MetricDelta> deltas;

@@ -143,6 +143,12 @@ AttemptRow attempt_row(const Evaluation& evaluation, const std::string& run_id,
                        const std::string& backend, const std::string& hardware, int iteration,
                        int step, std::optional<double> reward);
 
+// The signature that classifies the first step: the judge's profile of eager (the reference
+// side), with the Nsight Compute numbers of the reference judged as a candidate where `--profile
+// ncu` measured them (ncu profiles the candidate side only); the candidate side's where the judge
+// profiled no reference side.
+ProfileSignature baseline_signature(const EvalResult& reference_judged);
+
 // Metric changes between two signatures, for the critic.
 std::vector<MetricDelta> profile_deltas(const ProfileSignature& before,
                                         const ProfileSignature& after);
