@@ -16,15 +16,18 @@
 # problem's optimize to M minutes (optimize --time-limit); BEST_OF_TIMEOUT=S bounds the judging of one
 # problem's remaining controls to S seconds (best_of.py --timeout, 400 by default); ARM="..." adds
 # optimize options, the arms of the model-level optimizer (issue 24): ARM="--graph-first",
-# ARM="--regions", ARM="--graph-first --regions" (OUT apart per arm).
+# ARM="--regions", ARM="--graph-first --regions" (OUT apart per arm). BUNDLE=DIR runs another bundle
+# than .device (issue 27, item 4: BUNDLE=.device-old, a bundle of 3a8e774 with the old state
+# catalogue, OUT apart; `mblast report` prints how often the first choice was the winner).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 levels=${1:-1 2 3}
 gpus=${2:-0}
 max_evals=${3:-8}
 out=${OUT:-sample30-results}/sample30
-export LD_LIBRARY_PATH=$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-command -v bwrap >/dev/null || export PATH=$PWD/.device/bin:$PATH
+bundle=${BUNDLE:-.device}
+export LD_LIBRARY_PATH=$PWD/$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+command -v bwrap >/dev/null || export PATH=$PWD/$bundle/bin:$PATH
 mkdir -p "$out"
 for level in $levels; do
   problems=${ONLY:-$(awk -v l="$level" '$1 == l {print $2}' benchmarks/kernelbench_sample30.txt)}
@@ -32,13 +35,13 @@ for level in $levels; do
   batch=$out/level$level
   start=$(date +%s)
   scripts/run_kernelbench.sh --level "$level" --kernelbench .kb --problems "$problems" --gpus "$gpus" \
-    --out "$batch" --mblast .device/mblast -- --llm none --iterations 1 --steps "$max_evals" \
+    --out "$batch" --mblast "$bundle/mblast" -- --llm none --iterations 1 --steps "$max_evals" \
     --max-evaluations "$max_evals" ${TIME_LIMIT:+--time-limit "$TIME_LIMIT"} ${ARM:-} >>"$batch.log" 2>&1 || echo "level $level: run_kernelbench.sh exit $?"
   python3 benchmarks/h200/best_of.py --kernelbench .kb --level "$level" --problems "$problems" \
-    --out "$batch" --mblast .device/mblast --gpus "$gpus" --reuse-runs \
+    --out "$batch" --mblast "$bundle/mblast" --gpus "$gpus" --reuse-runs \
     ${BEST_OF_TIMEOUT:+--timeout "$BEST_OF_TIMEOUT"} >>"$batch.log" 2>&1 || echo "level $level: best_of.py exit $?"
   echo "level $level: $(($(date +%s) - start)) s"
-  .device/mblast report "$batch" --json >"$batch/report.json" || true
-  .device/mblast report "$batch" | tee "$batch/report.md" | sed -n '1,60p'
+  "$bundle/mblast" report "$batch" --json >"$batch/report.json" || true
+  "$bundle/mblast" report "$batch" | tee "$batch/report.md" | sed -n '1,60p'
   python3 benchmarks/step_wall.py "$batch" >"$batch/step_wall.md" && tail -1 "$batch/step_wall.md"
 done
