@@ -38,6 +38,8 @@ struct TargetFlags {
   std::map<std::string, std::string>& target;
 };
 void add_target_options(CLI::App* command, const TargetFlags& flags);
+// --ncu-kernels, which `eval` and `optimize` both take with --profile ncu.
+void add_ncu_kernels_option(CLI::App* command, int& ncu_kernels);
 
 // Validators whose messages say what was wrong in words ("must be greater than 0, got 0"), not
 // CLI11's ranges over the largest double.

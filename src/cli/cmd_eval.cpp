@@ -304,12 +304,7 @@ void add_eval_options(CLI::App* eval, EvalCommand& c) {
                    "--profile=torch, so that PROBLEM is not taken for its value")
       ->expected(0, 1)
       ->check(CLI::IsMember({"", "torch", "ncu"}));
-  eval->add_option(
-          "--ncu-kernels", c.options.ncu_kernels,
-          "With --profile ncu: the kernels Nsight Compute profiles per forward, at most (default "
-          "100); each costs several replays. A forward with more has its first ones "
-          "profiled")
-      ->check(CLI::Range(1, 100000));
+  add_ncu_kernels_option(eval, c.options.ncu_kernels);
   eval->add_flag("--compile-baseline", c.options.compile_baseline,
                  "Also time torch.compile of the reference");
   eval->add_option("--timeout", c.timeout_s,

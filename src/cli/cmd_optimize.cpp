@@ -301,12 +301,7 @@ void add_judge_options(CLI::App* cmd, OptimizeCommand& c) {
                   "throughput, tensor pipes, occupancy, warp stalls; CUDA only, adds about a "
                   "profile's cost to every step)")
       ->check(CLI::IsMember({"torch", "ncu"}));
-  cmd->add_option(
-         "--ncu-kernels", c.options.judge.ncu_kernels,
-         "With --profile ncu: the kernels Nsight Compute profiles per forward, at most (default "
-         "100); each costs several replays. A forward with more has its first ones "
-         "profiled")
-      ->check(CLI::Range(1, 100000));
+  add_ncu_kernels_option(cmd, c.options.judge.ncu_kernels);
   cmd->add_option(
          "--other-hardware-weight", c.options.other_hardware_weight,
          "Weight of a KB attempt made on other hardware (another GPU, the CPU) against one "

@@ -26,4 +26,13 @@ void add_target_options(CLI::App* command, const TargetFlags& flags) {
   }
 }
 
+void add_ncu_kernels_option(CLI::App* command, int& ncu_kernels) {
+  command
+      ->add_option("--ncu-kernels", ncu_kernels,
+                   "With --profile ncu: the kernels Nsight Compute profiles per forward, at most "
+                   "(default 100); each costs several replays. A forward with more has its first "
+                   "ones profiled")
+      ->check(CLI::Range(1, 100000));
+}
+
 }  // namespace mblast::cli

@@ -21,14 +21,23 @@ std::string task_of(const std::string& problem) {
   return (folder.empty() ? std::string() : folder + "/") + path.stem().string();
 }
 
-std::vector<std::pair<double, double>> read_trajectory(const fs::path& run_dir,
-                                                       std::vector<std::string>& warnings) {
-  std::vector<std::pair<double, double>> points;
+namespace {
+
+// steps.jsonl once: what the trajectory, the states and the first choice are read from.
+std::vector<StepRecord> read_steps(const fs::path& run_dir, std::vector<std::string>& warnings) {
+  std::vector<StepRecord> steps;
   std::error_code ec;
-  if (!fs::is_regular_file(run_dir / "steps.jsonl", ec)) return points;
-  double best = 0;
+  if (!fs::is_regular_file(run_dir / "steps.jsonl", ec)) return steps;
   for (const auto& line : read_json_lines(run_dir / "steps.jsonl", warnings)) {
-    const StepRecord step = StepRecord::from_json(line);
+    steps.push_back(StepRecord::from_json(line));
+  }
+  return steps;
+}
+
+std::vector<std::pair<double, double>> trajectory_of(const std::vector<StepRecord>& steps) {
+  std::vector<std::pair<double, double>> points;
+  double best = 0;
+  for (const StepRecord& step : steps) {
     if (!step.best_speedup || *step.best_speedup <= 0 || step.evaluations_total <= 0) continue;
     best = std::max(best, *step.best_speedup);
     points.emplace_back(step.evaluations_total, best);
@@ -36,12 +45,9 @@ std::vector<std::pair<double, double>> read_trajectory(const fs::path& run_dir,
   return points;
 }
 
-std::vector<StateVisit> read_states(const fs::path& run_dir, std::vector<std::string>& warnings) {
+std::vector<StateVisit> states_of(const std::vector<StepRecord>& steps) {
   std::vector<StateVisit> states;
-  std::error_code ec;
-  if (!fs::is_regular_file(run_dir / "steps.jsonl", ec)) return states;
-  for (const auto& line : read_json_lines(run_dir / "steps.jsonl", warnings)) {
-    const StepRecord step = StepRecord::from_json(line);
+  for (const StepRecord& step : steps) {
     if (step.state.empty()) continue;
     auto visit = std::find_if(states.begin(), states.end(),
                               [&](const StateVisit& v) { return v.state == step.state; });
@@ -55,18 +61,17 @@ std::vector<StateVisit> read_states(const fs::path& run_dir, std::vector<std::st
   return states;
 }
 
-std::string first_choice(const fs::path& run_dir, std::vector<std::string>& warnings) {
-  std::error_code ec;
-  if (!fs::is_regular_file(run_dir / "steps.jsonl", ec)) return {};
+std::string first_choice_of(const std::vector<StepRecord>& steps) {
   std::string first;
-  for (const auto& line : read_json_lines(run_dir / "steps.jsonl", warnings)) {
-    const StepRecord step = StepRecord::from_json(line);
+  for (const StepRecord& step : steps) {
     if (step.technique.empty()) continue;
     if (step.decided_by == "ucb") return step.technique;
     if (first.empty() && step.decided_by.empty()) first = step.technique;
   }
   return first;
 }
+
+}  // namespace
 
 LoadedRun row_from_run(const nlohmann::json& run, const fs::path& run_dir,
                        std::vector<std::string>& warnings) {
@@ -108,10 +113,11 @@ LoadedRun row_from_run(const nlohmann::json& run, const fs::path& run_dir,
   if (const auto range = run.find("eager_range"); range != run.end())
     row.eager_range = EagerRange::from_json(*range);
   row.run_dir = run_dir.empty() ? string_or(run, "run_dir") : run_dir.string();
-  if (!run_dir.empty()) row.trajectory = read_trajectory(run_dir, warnings);
   if (!run_dir.empty()) {
-    row.states = read_states(run_dir, warnings);
-    row.first_choice = first_choice(run_dir, warnings);
+    const std::vector<StepRecord> steps = read_steps(run_dir, warnings);
+    row.trajectory = trajectory_of(steps);
+    row.states = states_of(steps);
+    row.first_choice = first_choice_of(steps);
   }
   loaded.aliases = {row.name, row.task, problem_stem(row.task)};
   if (!problem.empty()) loaded.aliases.insert(problem);

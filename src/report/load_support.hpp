@@ -27,9 +27,6 @@ LoadedRun row_from_run(const nlohmann::json& run, const std::filesystem::path& r
                        std::vector<std::string>& warnings);
 // A run directory: run.json when there, else "unfinished" from config.json and steps.jsonl.
 LoadedRun load_run_dir(const std::filesystem::path& dir, std::vector<std::string>& warnings);
-// The running best speedup after each step of steps.jsonl.
-std::vector<std::pair<double, double>> read_trajectory(const std::filesystem::path& run_dir,
-                                                       std::vector<std::string>& warnings);
 
 Report load_batch(const std::filesystem::path& dir);
 // Sets each row's best-of from a batch's baselines.jsonl (nothing when the file is absent);
