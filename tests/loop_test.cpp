@@ -546,6 +546,37 @@ TEST_F(LoopTest, CompileVariantsReplaceTheCompiledModelInsteadOfStackingOnIt) {
   EXPECT_EQ(summary["status"], "exhausted");
 }
 
+// A fold chosen after a compile won is the fold with the compile applied again over it, judged
+// against the compiled model; a resumed run neither repeats it nor loses the lineage it gave.
+TEST_F(LoopTest, AFoldAfterACompileIsTheFoldCompiled) {
+  backend_.speedups = {{"torch_compile", 2.0}, {"batchnorm_fold+torch_compile", 3.0}};
+  OptimizeOptions o = options(4);
+  o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-batchnorm-fold"};
+  const auto summary = run_builtins(o);
+  std::vector<std::string> stacked;
+  for (const auto& call : backend_.builtin_calls) {
+    if (call.transform.rfind("batchnorm_fold+", 0) == 0) {
+      stacked.push_back(call.transform);
+      EXPECT_TRUE(call.is_reference) << call.file;
+    }
+  }
+  EXPECT_EQ(stacked, std::vector<std::string>{"batchnorm_fold+torch_compile"});
+  EXPECT_EQ(summary["best_technique"], "cuda/builtin-batchnorm-fold");
+  EXPECT_DOUBLE_EQ(summary["best_speedup"].get<double>(), 3.0);
+  bool recorded = false;
+  for (const auto& step : run_dir().steps()) {
+    if (step.contains("base_then")) {
+      EXPECT_EQ(step["base_then"], nlohmann::json::array({"cuda/builtin-torch-compile"}));
+      recorded = true;
+    }
+  }
+  EXPECT_TRUE(recorded);
+  const auto calls = backend_.builtin_calls.size();
+  o.steps = 8;
+  run_builtins(o);  // resumed: the fold compiled is in the lineage, nothing is left to try
+  EXPECT_EQ(backend_.builtin_calls.size(), calls);
+}
+
 // A resumed run knows which built-ins its steps applied to which implementation, alternatives
 // on an ancestor included: no transform is applied to the same file twice.
 TEST_F(LoopTest, AResumedRunRetriesNoBuiltinOnTheSameBase) {
@@ -799,6 +830,66 @@ TEST_F(Eligibility, AWholeModelCompileReplacesARegionCompile) {
   ASSERT_TRUE(base.has_value());  // not "in the lineage already": that was a region's compile
   EXPECT_EQ(base->file, "reference.py");
   EXPECT_EQ(optimize_detail::technique_of(current.lineage[0]), "cuda/builtin-torch-compile");
+}
+
+// Sibling merge and batch-norm folding trace the Model's own forward, so over built-ins they apply
+// first, to the reference, with the lineage's built-ins applied again over them (in session 22's
+// level-3 batch on the H200, 5 of 7 such steps came after a compile and were skipped).
+TEST_F(Eligibility, AFoldIsStackedUnderTheBuiltinsOfTheLineage) {
+  KnowledgeBase kb(dir_ / "kb.sqlite");
+  const auto all = kb.techniques("cuda");
+  const auto fold = *kb.technique("cuda/builtin-batchnorm-fold");
+  optimize_detail::Current current;
+  current.file = "s002.py";
+  current.is_reference = false;
+  current.lineage = {"cuda/builtin-channels-last", "cuda/builtin-torch-compile"};
+  current.ancestry = {"reference.py", "s001.py"};
+  auto then_of = [](const optimize_detail::Base& base) {
+    std::vector<std::string> found;
+    for (const auto& again : base.then) found.push_back(again.technique_id + ":" + again.transform);
+    return found;
+  };
+  const auto base = optimize_detail::builtin_base(fold, all, current);
+  ASSERT_TRUE(base.has_value());
+  EXPECT_EQ(base->file, "reference.py");
+  EXPECT_TRUE(base->is_reference());
+  EXPECT_EQ(then_of(*base), (std::vector<std::string>{"cuda/builtin-channels-last:channels_last",
+                                                      "cuda/builtin-torch-compile:torch_compile"}));
+  // Tried on the reference alone, the fold is still untried under this lineage.
+  const std::string stacked = optimize_detail::tried_name(fold.id, "model", *base);
+  EXPECT_EQ(stacked,
+            "cuda/builtin-batchnorm-fold+cuda/builtin-channels-last+cuda/builtin-torch-compile");
+  auto offered = [&](const optimize_detail::Tried& tried) {
+    for (const auto& t : optimize_detail::eligible_techniques(all, "model", current, tried, {},
+                                                              false, {"aten::batch_norm"})
+                             .techniques) {
+      if (t.id == fold.id) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(offered({{"reference.py", fold.id}}));
+  EXPECT_FALSE(offered({{"reference.py", stacked}}));
+
+  // The graph-first round's CUDA graph wraps every candidate and is no part of the file: not
+  // applied again. A merge replaces the fold (one group) and keeps what followed it.
+  current.lineage = {"cuda/builtin-cuda-graph", "cuda/builtin-torch-compile"};
+  current.ancestry = {"reference.py", "reference.py"};
+  EXPECT_EQ(then_of(*optimize_detail::builtin_base(fold, all, current)),
+            std::vector<std::string>{"cuda/builtin-torch-compile:torch_compile"});
+  current.lineage = {fold.id, "cuda/builtin-torch-compile"};
+  current.ancestry = {"reference.py"};  // the compile applied again over the fold: no file
+  const auto merge =
+      optimize_detail::builtin_base(*kb.technique("cuda/builtin-sibling-merge"), all, current);
+  ASSERT_TRUE(merge.has_value());
+  EXPECT_EQ(then_of(*merge), std::vector<std::string>{"cuda/builtin-torch-compile:torch_compile"});
+  EXPECT_FALSE(optimize_detail::builtin_base(fold, all, current).has_value());  // applied already
+
+  // Over an LLM's kernel or a region's built-in there is nothing to apply again: not offered.
+  current.lineage = {"cuda/shared-memory-tiling"};
+  EXPECT_FALSE(optimize_detail::builtin_base(fold, all, current).has_value());
+  current.lineage = {
+      optimize_detail::applied_name("cuda/builtin-torch-compile", "region:conv1..relu")};
+  EXPECT_FALSE(optimize_detail::builtin_base(fold, all, current).has_value());
 }
 
 ProgramRegions two_windows() {

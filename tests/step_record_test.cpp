@@ -28,6 +28,7 @@ StepRecord full_record() {
   r.reuse_held = true;
   r.base = "reference-1.py";
   r.base_depth = 0;
+  r.base_then = {"cuda/builtin-torch-compile"};
   r.candidate = "s005-cuda_graph-2.py";
   r.candidates = {{"s005-cuda_graph-2.py", Outcome::correct}};
   r.outcome = Outcome::correct;
@@ -56,6 +57,7 @@ TEST(StepRecord, TheStepsLineReadsBackAsWritten) {
   const StepRecord read = StepRecord::from_json(nlohmann::json::parse(line.dump()));
   EXPECT_EQ(read.to_json(), line);
   EXPECT_EQ(read.base_depth, std::optional<std::size_t>(0));
+  EXPECT_EQ(read.base_then, std::vector<std::string>{"cuda/builtin-torch-compile"});
   EXPECT_EQ(read.outcome, Outcome::correct);
   EXPECT_EQ(line["decision"]["statistics"], "conv2d>relu|float32:2^20B");
   EXPECT_EQ(line["decision"]["n_local"], 2);
@@ -80,6 +82,7 @@ TEST(StepRecord, OlderOrDamagedLinesKeepTheDefaults) {
   EXPECT_EQ(read.global_step, 3);
   EXPECT_TRUE(read.base.empty());
   EXPECT_FALSE(read.base_depth.has_value());
+  EXPECT_TRUE(read.base_then.empty());
   EXPECT_FALSE(read.speedup.has_value());
   EXPECT_EQ(read.outcome, Outcome::skipped);
   EXPECT_FALSE(read.improved);

@@ -29,7 +29,10 @@ the seed catalogue's built-in techniques (kb_schema/seed/techniques.json):
                               batch's statistics, nothing folds and no candidate is made
 
 Transforms compose: "A+B" applies A, then B over A's ModelNew (channels_last+torch_compile compiles
-the channels-last model; torch_compile+cuda_graph captures the compiled forward in a graph).
+the channels-last model; torch_compile+cuda_graph captures the compiled forward in a graph). The
+traced transforms (sibling_merge, batchnorm_fold) apply to the problem's Model only, so they come
+first: "batchnorm_fold+channels_last+torch_compile" is how the loop stacks a fold under built-ins
+it has already applied.
 
 Besides the problem's Model, a transform can wrap an existing candidate's ModelNew
 (`make_candidate_over`): the candidate's source is kept verbatim, so the CUDA sources in it still
@@ -230,8 +233,16 @@ class ModelNew(_Base):
 # Traced at the first call, as the region candidates' model is (_REGION_MODEL below), and changed in
 # place by one of cut.py's graph transforms; False (the base's forward as it is) where the trace fails
 # or the transform finds nothing. The new modules read the model's parameters: nothing is copied.
+# Built-ins stacked over it ("batchnorm_fold+torch_compile") may reach the first call through
+# torch.compile: the trace runs outside it (torch.compiler.disable), where that exists.
 _CHANGED_GRAPH = '''
 
+def _outside_compile(fn):
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)
+    return disable(fn) if disable is not None else fn
+
+
+@_outside_compile
 def _changed_graph(model, base_forward, change, in_training=True):
     if model.training and not in_training:
         return False

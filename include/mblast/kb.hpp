@@ -34,12 +34,15 @@ struct StateRow {
 // How a built-in technique is applied (the "builtin" object of the catalogue): the backend's
 // transform, the options it requires (allow_tf32, torch_compile, ...), the groups whose members
 // do not stack, the ops the problem must have, the techniques it applies after, whether it
-// also applies to one region of the model ("takes_region") and when not to offer it ("avoid_when").
+// also applies to one region of the model ("takes_region"), whether it applies to the problem's
+// Model only and is stacked under a lineage of built-ins by re-applying them over it ("first":
+// a transform that traces the Model's own forward), and when not to offer it ("avoid_when").
 // Read leniently (entries that are not strings are left out); written back as it came.
 struct BuiltinSpec {
   std::string transform;
   std::vector<std::string> requirements, groups, needs_ops, after;  // requirements: "requires"
   bool takes_region = false;  // applies to one region window as well as to the whole model
+  bool first = false;         // applies to the Model only: other built-ins are re-applied over it
   // Conditions ({metric, op, value}, as states have) under which the built-in is not offered: any
   // one holding on the current implementation's signature rules it out there.
   nlohmann::json avoid_when = nlohmann::json::array();

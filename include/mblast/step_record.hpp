@@ -49,6 +49,9 @@ struct StepRecord {
   // lineage entries it keeps; absent in runs recorded before bases were.
   std::string base;
   std::optional<std::size_t> base_depth;
+  // For a "first" built-in (sibling merge, batch-norm folding) stacked under the lineage: the
+  // built-ins applied again over it, in order. Empty otherwise.
+  std::vector<std::string> base_then;
   // Inside a legal graph-first round: the candidate without the round's CUDA graph, which later
   // steps build on (for the round's own step, the implementation it wrapped). Empty otherwise.
   std::string inner;

@@ -93,13 +93,15 @@ nlohmann::json tolerance_json(const EvalResult& result) {
   return result.tolerance ? result.tolerance->to_json() : nlohmann::json();
 }
 
-// The current implementation becomes `technique` applied to `base`.
+// The current implementation becomes `technique` applied to `base`, with the built-ins the base
+// applies again over it. Those have no file of their own: the ancestry stops at the technique.
 void descend(Current& current, const Base& base, const std::string& technique) {
   const std::size_t depth = std::min(base.depth, current.lineage.size());
   current.lineage.resize(depth);
   current.ancestry.resize(std::min(depth, current.ancestry.size()));
   current.ancestry.push_back(base.file);
   current.lineage.push_back(technique);
+  for (const auto& again : base.then) current.lineage.push_back(again.technique_id);
 }
 
 // The base a recorded step applied its technique to (runs recorded before bases were: the
@@ -107,7 +109,9 @@ void descend(Current& current, const Base& base, const std::string& technique) {
 Base recorded_base(const StepRecord& record, const fs::path& run_dir, const Current& current) {
   if (record.base.empty()) return base_of(current);
   const std::size_t depth = record.base_depth.value_or(current.lineage.size());
-  return {run_dir / "candidates" / record.base, std::min(depth, current.lineage.size())};
+  Base base{run_dir / "candidates" / record.base, std::min(depth, current.lineage.size()), {}};
+  for (const auto& id : record.base_then) base.then.push_back({id, ""});
+  return base;
 }
 
 }  // namespace
@@ -302,7 +306,7 @@ void Loop::restore(const std::vector<StepRecord>& steps) {
     restore_graph_round(record);
     const Base base = recorded_base(record, run_.path(), current_);
     const std::string applied = applied_name(technique, record.slot);
-    tried_.insert({base.file.string(), applied});
+    tried_.insert({base.file.string(), tried_name(technique, record.slot, base)});
     if (record.outcome == Outcome::correct) ++correct_candidates_;
     const fs::path file = run_.path() / "candidates" / record.candidate;
     const std::optional<EvalResult> stored = run_.stored_result(file);
@@ -388,12 +392,13 @@ std::optional<StepRecord> Loop::step(int iteration, int step_in_iteration, int g
   record.arm = choice->arm;
   record.base = choice->base.file.filename().string();
   record.base_depth = choice->base.depth;
+  for (const auto& again : choice->base.then) record.base_then.push_back(again.technique_id);
   const std::vector<Evaluation> evaluations = produce(*choice, global);
   record.claims_shown = std::exchange(claims_shown_, {});
   record.inner = evaluations.back().inner.filename().string();
   end_graph_round(*choice, evaluations.back());
-  tried_.insert(
-      {choice->base.file.string(), applied_name(choice->technique.id, slots_[choice->slot].id)});
+  tried_.insert({choice->base.file.string(),
+                 tried_name(choice->technique.id, slots_[choice->slot].id, choice->base)});
   const Evaluation& final = evaluations.back();
   take_compile_baseline(choice->technique, choice->base.is_reference(), final.result);
   const Scored scored = score(final);
@@ -701,8 +706,9 @@ Evaluation Loop::write_and_judge(const std::string& stem, const std::string& sou
 }
 
 Evaluation Loop::builtin(const Choice& choice, int global) {
-  const std::string transform =
+  std::string transform =
       choice.technique.builtin ? choice.technique.builtin->transform : std::string();
+  for (const auto& again : choice.base.then) transform += "+" + again.transform;
   const auto made = backend_.builtin(transform, choice.base.file, choice.base.is_reference(),
                                      slots_[choice.slot].ops);
   if (!made.source) {

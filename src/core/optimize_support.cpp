@@ -133,8 +133,50 @@ std::string technique_of(const std::string& applied) {
   return applied.substr(0, applied.find('@'));
 }
 
+std::string tried_name(const std::string& technique_id, const std::string& slot, const Base& base) {
+  std::string name = applied_name(technique_id, slot);
+  for (const auto& again : base.then) name += "+" + again.technique_id;
+  return name;
+}
+
+namespace {
+
+// Whether lineage entry i left the implementation's file as it was: the graph-first round's
+// CUDA graph, which wraps every later candidate rather than being part of it.
+bool left_the_file_unchanged(const Current& current, std::size_t i) {
+  if (current.ancestry.size() != current.lineage.size()) return false;
+  const fs::path& after = i + 1 < current.ancestry.size() ? current.ancestry[i + 1] : current.file;
+  return after == current.ancestry[i];
+}
+
+// A "first" built-in on the reference with the lineage's built-ins applied again over it; those
+// sharing a group with it are replaced by it. None where an entry is no whole-model built-in.
+std::optional<Base> first_builtin_base(const TechniqueRow& technique,
+                                       const std::vector<TechniqueRow>& all,
+                                       const Current& current) {
+  if (current.lineage.empty()) return base_of(current);
+  if (current.ancestry.empty()) return std::nullopt;
+  const auto& groups = builtin_list(technique, &BuiltinSpec::groups);
+  Base base{current.ancestry.front(), 0, {}};
+  for (std::size_t i = 0; i < current.lineage.size(); ++i) {
+    const std::string& applied = current.lineage[i];
+    if (applied == technique.id) return std::nullopt;
+    if (shares_a_group(groups, all, applied) || left_the_file_unchanged(current, i)) continue;
+    const auto row = std::find_if(all.begin(), all.end(),
+                                  [&](const TechniqueRow& t) { return t.id == applied; });
+    if (row == all.end() || !row->builtin || row->builtin->transform.empty() || row->builtin->first)
+      return std::nullopt;  // an LLM's candidate or a region's built-in ("id@slot")
+    base.then.push_back({applied, row->builtin->transform});
+  }
+  return base;
+}
+
+}  // namespace
+
 std::optional<Base> builtin_base(const TechniqueRow& technique,
                                  const std::vector<TechniqueRow>& all, const Current& current) {
+  if (technique.builtin && technique.builtin->first)
+    return first_builtin_base(technique, all, current);
   const auto& groups = builtin_list(technique, &BuiltinSpec::groups);
   for (std::size_t i = 0; i < current.lineage.size(); ++i) {
     if (current.lineage[i] == technique.id) return std::nullopt;
@@ -165,7 +207,7 @@ EligibleTechniques eligible_techniques(const std::vector<TechniqueRow>& all,
       const auto base = region ? reference_base(current) : builtin_base(technique, all, current);
       if (!base) continue;
       if (builtins_need_a_candidate && base->is_reference()) continue;
-      if (tried.count({base->file.string(), applied_name(technique.id, slot)})) continue;
+      if (tried.count({base->file.string(), tried_name(technique.id, slot, *base)})) continue;
       if (!problem_has_needed_ops(technique, problem_ops)) continue;
       if (!avoided_because(technique, current.signature.metrics()).empty()) continue;
       if (!prerequisites_judged(technique, current, tried, only)) continue;

@@ -35,12 +35,22 @@ struct Current {
   std::vector<std::filesystem::path> ancestry;
 };
 
+// A built-in of the lineage applied again over a "first" built-in (see Base).
+struct Reapplied {
+  std::string technique_id;
+  std::string transform;  // the backend's transform; empty in a base read back from a step record
+};
+
 // Where a step's technique is applied. A built-in sharing a group with one of the lineage (the
 // max-autotune compile after the default one) is not stacked on it: it is tried in its place, on
 // the implementation that one was applied to, keeping the `depth` lineage entries before it.
+// A "first" built-in (one that traces the Model's own forward: sibling merge, batch-norm folding)
+// applies to the reference, with the lineage's built-ins applied again over it (`then`): folded,
+// then channels-last, then compiled, where the lineage was channels-last then compiled.
 struct Base {
   std::filesystem::path file;
   std::size_t depth = 0;  // lineage entries kept; 0: the reference
+  std::vector<Reapplied> then;
   bool is_reference() const { return depth == 0; }
 };
 
@@ -53,11 +63,16 @@ std::optional<Base> reference_base(const Current& current);
 // What a technique applied in `slot` is called in a lineage and in the tried set: its id, with
 // "@<slot>" for a region's (a region compile and the whole model's are other candidates).
 std::string applied_name(const std::string& technique_id, const std::string& slot);
+// The name under which a step is kept in the tried set: applied_name, with "+<id>" for each
+// built-in re-applied over it (the same "first" built-in under another lineage is another
+// candidate).
+std::string tried_name(const std::string& technique_id, const std::string& slot, const Base& base);
 // The technique id of an applied name.
 std::string technique_of(const std::string& applied);
 
 // The base a built-in would be applied to; none when it is in the lineage already, or conflicts
-// with a lineage entry whose ancestor is unknown.
+// with a lineage entry whose ancestor is unknown, or (a "first" built-in) when the lineage holds
+// something it cannot re-apply over it (an LLM's candidate, a region's built-in).
 std::optional<Base> builtin_base(const TechniqueRow& technique,
                                  const std::vector<TechniqueRow>& all, const Current& current);
 

@@ -27,6 +27,9 @@ std::optional<BuiltinSpec> BuiltinSpec::from_json(const nlohmann::json& object) 
   if (const auto it = object.find("takes_region"); it != object.end() && it->is_boolean()) {
     spec.takes_region = it->get<bool>();
   }
+  if (const auto it = object.find("first"); it != object.end() && it->is_boolean()) {
+    spec.first = it->get<bool>();
+  }
   return spec;
 }
 

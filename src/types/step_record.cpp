@@ -41,6 +41,7 @@ json StepRecord::to_json() const {
   if (!claims_shown.empty()) line["claims_shown"] = claims_shown;
   line["base"] = base;
   line["base_depth"] = optional_json(base_depth);
+  if (!base_then.empty()) line["base_then"] = base_then;
   if (!inner.empty()) line["inner"] = inner;
   line["candidate"] = candidate;
   line["candidates"] = json::array();
@@ -102,6 +103,7 @@ StepRecord StepRecord::from_json(const json& line) {
   r.claims_shown = read_lenient_strings(line, "claims_shown");
   read_lenient(line, "base", r.base);
   read_lenient(line, "base_depth", r.base_depth);
+  r.base_then = read_lenient_strings(line, "base_then");
   read_lenient(line, "inner", r.inner);
   read_lenient(line, "candidate", r.candidate);
   if (const auto it = line.find("candidates"); it != line.end() && it->is_array()) {

@@ -474,6 +474,28 @@ def test_sibling_merge_is_not_generated_where_it_would_change_nothing(tmp_path: 
     assert made.returncode == 0 and "class ModelNew" in made.stdout
 
 
+def test_a_traced_transform_traces_outside_torch_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stacked under a compile ("sibling_merge+torch_compile"), the first call reaches the trace through
+    torch.compile: the trace is made eager by torch.compiler.disable where torch has it (2.x), and
+    is a plain function where it has not (1.13)."""
+    assert _load(make_candidate(BRANCHES, "sibling_merge"))["_changed_graph"].__name__ == "_changed_graph"
+    disabled = []
+
+    def disable(fn):  # noqa: ANN001, ANN202 - stands in for torch.compiler.disable
+        disabled.append(fn.__name__)
+        return fn
+
+    monkeypatch.setattr(torch, "compiler", types.SimpleNamespace(disable=disable), raising=False)
+    namespace = _load(make_candidate(BRANCHES, "sibling_merge+channels_last"))
+    assert disabled == ["_changed_graph"]
+    reference = _load(BRANCHES)["Model"](4)
+    model = namespace["ModelNew"](4)
+    model.load_state_dict(reference.state_dict())
+    args = SIBLINGS["branches"][2]()
+    assert torch.allclose(model(*args), reference(*args), atol=1e-5)
+    assert model.__dict__["_mblast_merged"] is not False
+
+
 @pytest.mark.parametrize("transform", ["sibling_merge", "sibling_merge+channels_last"])
 def test_sibling_merge_is_correct_in_the_judge(transform: str, tmp_path: Path) -> None:
     problem_path, candidate_path = tmp_path / "branches.py", tmp_path / "candidate.py"
