@@ -223,6 +223,12 @@ TEST_F(EvalCli, ProfileReportsSignaturesForTheStateClassifier) {
     EXPECT_GT(json[key]["memory_sol_fraction"].get<double>(), 0.0) << json[key].dump();
     EXPECT_EQ(json[key]["sol_fraction"],
               std::max(json[key]["memory_sol_fraction"], json[key]["compute_sol_fraction"]));
+    // The FLOP rate is the worker's, each arithmetic unit at its own peak.
+    const double compute_ms =
+        json["flops"].get<double>() / (json["sol_peak_tflops"].get<double>() * 1e9);
+    EXPECT_NEAR(
+        json[key]["compute_sol_fraction"].get<double>() * json[key]["total_ms"].get<double>(),
+        compute_ms, compute_ms * 1e-9);
   }
 }
 

@@ -302,14 +302,19 @@ void log_phases(const fs::path& candidate, const nlohmann::json& result) {
 }
 
 // The worker profiles; the fractions of the device's ceilings are computed here, as for the
-// native backends (speed_of_light.hpp), each signature against its own measured time.
+// native backends (speed_of_light.hpp), each signature against its own measured time. The FLOP
+// rate is the worker's sol_peak_tflops, each arithmetic unit at its own peak (TF32 convolutions
+// under PyTorch's defaults), where it gave one; else the fp32 peak.
 void add_speed_of_light_to_signatures(nlohmann::json& result, const nlohmann::json& ceilings) {
   const ForwardWork work = ForwardWork::from_fields(result);
   std::optional<PeakRates> peak;
   if (ceilings.is_object() && ceilings.value("bandwidth_gbs", nlohmann::json()).is_number() &&
       ceilings.value("peak_tflops", nlohmann::json()).is_number()) {
-    peak = PeakRates{ceilings["bandwidth_gbs"].get<double>() * 1e6,
-                     ceilings["peak_tflops"].get<double>() * 1e9};
+    const auto worker_peak = result.value("sol_peak_tflops", nlohmann::json());
+    const double tflops = worker_peak.is_number() && worker_peak.get<double>() > 0
+                              ? worker_peak.get<double>()
+                              : ceilings["peak_tflops"].get<double>();
+    peak = PeakRates{ceilings["bandwidth_gbs"].get<double>() * 1e6, tflops * 1e9};
   }
   for (const char* key : {"signature", "reference_signature"}) {
     const auto signature = result.find(key);

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from conftest import ROOT, worker_env
-from mblast_worker.flops import count_dispatch_flops
+from mblast_worker.costmodel import count_flops_by_unit
+from mblast_worker.flops import count_dispatch_flops, count_dispatch_flops_by_unit, unit_of
 
 NATIVE = ROOT / "benchmarks" / "problems" / "native"
 
@@ -33,6 +34,25 @@ def test_convolutions_count_two_flops_per_multiply_add() -> None:
     assert count_dispatch_flops(lambda: grouped(image)) == 2 * (4 * 8 * 8) * (4 * 9)
     transposed = torch.nn.ConvTranspose1d(8, 6, 3)
     assert count_dispatch_flops(lambda: transposed(x)) == 2 * (2 * 8 * 256) * 6 * 3
+
+
+def test_flops_are_kept_per_arithmetic_unit() -> None:
+    """Convolutions, matrix products and the rest apart: cuDNN runs fp32 convolutions in TF32 by
+    default and cuBLAS fp32 matrix products not, so the speed of light needs them apart."""
+    conv, linear = torch.nn.Conv2d(3, 4, 3), torch.nn.Linear(4 * 6 * 6, 5)
+    image = torch.randn(2, 3, 8, 8)
+
+    def forward() -> torch.Tensor:
+        return linear(torch.relu(conv(image)).flatten(1))
+
+    expected = {"conv": 2 * (2 * 4 * 6 * 6) * (3 * 9), "matmul": 2 * 2 * (4 * 6 * 6) * 5, "other": 2 * 4 * 6 * 6}
+    assert count_dispatch_flops_by_unit(forward) == expected
+    assert count_dispatch_flops(forward) == sum(expected.values())
+    by_unit = count_flops_by_unit(forward)  # torch.utils.flop_counter where torch has it
+    assert by_unit["conv"] == expected["conv"] and by_unit["matmul"] == expected["matmul"]
+    assert [unit_of(n) for n in ("convolution", "cudnn_convolution", "addmm", "bmm",
+                                 "_scaled_dot_product_flash_attention", "gelu")] == \
+        ["conv", "conv", "matmul", "matmul", "matmul", "other"]
 
 
 def test_elementwise_reductions_softmax_and_data_movement() -> None:

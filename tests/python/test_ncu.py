@@ -15,7 +15,7 @@ import torch
 from conftest import ROOT, cpu_candidate, eval_request, evaluate_many, problem, worker_env
 from mblast_worker import ncu
 from mblast_worker.errors import RequestError
-from mblast_worker.ncu import DURATION, GMMA, HMMA, KernelRow
+from mblast_worker.ncu import DURATION, HMMA, TENSOR, KernelRow
 from mblast_worker.ncu_target import TargetSpec
 from mblast_worker.request import PROFILERS, parse_request
 from protocol_schema import definition, request_errors
@@ -82,8 +82,8 @@ def test_a_metric_only_some_kernels_have_is_weighted_over_those() -> None:
     assert ncu.aggregate(rows)["dram_throughput_fraction"] == pytest.approx(0.2)
 
 
-def test_the_tensor_pipe_is_the_larger_of_hmma_and_gmma() -> None:
-    rows = [_kernel("hopper", 1000.0, {HMMA: 10.0, GMMA: 70.0}), _kernel("ampere", 1000.0, {HMMA: 30.0})]
+def test_the_tensor_pipe_is_the_larger_of_hmma_and_the_whole_pipe() -> None:
+    rows = [_kernel("hopper", 1000.0, {HMMA: 10.0, TENSOR: 70.0}), _kernel("ampere", 1000.0, {HMMA: 30.0})]
     assert ncu.aggregate(rows)["tensor_pipe_fraction"] == pytest.approx((0.7 + 0.3) / 2)
 
 
@@ -114,7 +114,7 @@ def test_keys_whose_metrics_are_missing_are_left_out_and_listed() -> None:
     assert set(out) == {"ncu_kernel_count", "ncu_busy_ms", "dram_throughput_fraction"}
     missing = ncu.missing_metrics(ncu.METRICS, rows)
     assert DURATION not in missing and DRAM not in missing
-    assert BRANCH in missing and GMMA in missing and len(missing) == len(ncu.METRICS) - 2
+    assert BRANCH in missing and TENSOR in missing and len(missing) == len(ncu.METRICS) - 2
     assert ncu.aggregate([]) == {}
 
 
@@ -183,8 +183,8 @@ def test_ncu_is_found_through_mblast_ncu_or_path(tmp_path: Path) -> None:
 
 
 def test_unknown_metrics_are_recognised_in_ncus_messages() -> None:
-    text = f"==ERROR== Failed to find metric {GMMA}.\n==PROF== {DRAM} is fine\n"
-    assert ncu.unknown_metrics(text, ncu.METRICS) == [GMMA]
+    text = f"==ERROR== Failed to find metric {TENSOR}.\n==PROF== {DRAM} is fine\n"
+    assert ncu.unknown_metrics(text, ncu.METRICS) == [TENSOR]
     assert ncu.unknown_metrics('==ERROR== Unknown metric "dram__bytes_read"', ncu.METRICS) == [ncu.DRAM_READ]
 
 
@@ -217,7 +217,7 @@ def test_the_runner_parses_what_ncu_wrote_after_the_target_ran(tmp_path: Path) -
     assert keys["profiler"] == "ncu"
     assert report["status"] == "ok" and report["reason"] == "" and report["kernels_profiled"] == 2
     assert report["launch_limit"] == 40 and report["wall_s"] > 0
-    assert GMMA in report["metrics_missing"] and DRAM not in report["metrics_missing"]
+    assert TENSOR in report["metrics_missing"] and DRAM not in report["metrics_missing"]
     assert [k["name"] for k in report["kernels"]] == ["void gemm_kernel<float, 128>(const float *, float *, int)",
                                                       "elementwise_kernel"]
     assert report["kernels"][0]["share"] == pytest.approx(0.75)
@@ -242,14 +242,14 @@ def test_a_target_that_fails_makes_the_run_fail_with_its_line(tmp_path: Path) ->
 
 
 def test_an_unknown_metric_is_dropped_for_exactly_one_retry(tmp_path: Path) -> None:
-    env = _fake_env(tmp_path, mode="unknown", unknown=GMMA, run_target="0")
+    env = _fake_env(tmp_path, mode="unknown", unknown=TENSOR, run_target="0")
     outcome = ncu.profile(FAKE_NCU, _spec(), 40, 120.0, env=env)
     assert outcome.status == "ok", outcome.reason
     calls = _calls(tmp_path)
-    assert len(calls) == 2 and GMMA in calls[0] and GMMA not in calls[1]
-    assert set(calls[0]) - set(calls[1]) == {GMMA}
-    assert outcome.dropped == [GMMA]
-    assert GMMA in ncu.signature_keys(outcome, 40)["ncu"]["metrics_missing"]
+    assert len(calls) == 2 and TENSOR in calls[0] and TENSOR not in calls[1]
+    assert set(calls[0]) - set(calls[1]) == {TENSOR}
+    assert outcome.dropped == [TENSOR]
+    assert TENSOR in ncu.signature_keys(outcome, 40)["ncu"]["metrics_missing"]
 
 
 def test_an_ncu_naming_a_new_unknown_metric_each_time_runs_twice(tmp_path: Path) -> None:

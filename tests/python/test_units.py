@@ -326,6 +326,25 @@ def test_sol_uses_the_tf32_peak_where_tf32_is_on() -> None:
     assert sol_ms(4e12, 0, ceilings, tf32=True) == pytest.approx(10.0)
 
 
+def test_each_arithmetic_unit_runs_at_its_own_peak() -> None:
+    """PyTorch's defaults: cuDNN convolutions in TF32, cuBLAS fp32 matrix products not (a square fp32
+    matmul judged on the H200 never beat the fp32 peak; convolutions read up to 2.3x "beyond" it,
+    session 22). The driver divides by the effective rate."""
+    from mblast_worker.costmodel import effective_peak_tflops, sol_ms, unit_peaks
+    from mblast_worker.request import DeviceCeilings
+
+    ceilings = DeviceCeilings(bandwidth_gbs=1e9, peak_tflops=50.0, peak_tflops_tf32=400.0,
+                              peak_tflops_bf16=800.0)
+    peaks = unit_peaks(ceilings, "float32", conv_tf32=True, matmul_tf32=False)
+    assert peaks == {"conv": 400.0, "matmul": 50.0, "other": 50.0}
+    assert unit_peaks(ceilings, "bfloat16", False, False) == {"conv": 800.0, "matmul": 800.0, "other": 50.0}
+    by_unit = {"conv": 4e12, "matmul": 4e12}
+    assert sol_ms(8e12, 0, ceilings, tf32=True, flops_by_unit=by_unit, matmul_tf32=False) == pytest.approx(90.0)
+    assert sol_ms(8e12, 0, ceilings, tf32=True, flops_by_unit=by_unit, matmul_tf32=True) == pytest.approx(20.0)
+    assert effective_peak_tflops(by_unit, peaks) == pytest.approx(8e12 / 90e-3 / 1e12)
+    assert effective_peak_tflops({}, peaks) is None
+
+
 def _reference_models(model: torch.nn.Module) -> Any:
     from mblast_worker.reference import ReferenceModels, pristine_copier
 

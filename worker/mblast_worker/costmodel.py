@@ -1,26 +1,35 @@
 """FLOPs, minimal bytes and the speed-of-light time of one forward call."""
 
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
-from .flops import count_dispatch_flops
+from .flops import count_dispatch_flops_by_unit, unit_of
 from .request import DeviceCeilings
 from .tensors import dtype_name, flat_tensors, nbytes
 
 
-def count_flops(call: Callable[[], Any]) -> Optional[float]:
-    """FLOPs of one call via torch.utils.flop_counter (torch >= 2.1), else counted over the aten
-    ops it dispatches (flops.py: the same rule for matrix products and convolutions, and
-    elementwise ops and reductions counted too)."""
+def count_flops_by_unit(call: Callable[[], Any]) -> Dict[str, float]:
+    """FLOPs of one call per arithmetic unit (flops.unit_of), via torch.utils.flop_counter (torch >=
+    2.1: matrix products, convolutions and attention), else counted over the aten ops it dispatches
+    (flops.py: the same rule for those, and elementwise ops and reductions counted too)."""
     try:
         from torch.utils.flop_counter import FlopCounterMode  # type: ignore[import-not-found]
     except ImportError:
-        return count_dispatch_flops(call)
+        return count_dispatch_flops_by_unit(call)
     counter = FlopCounterMode(display=False)
     with counter:
         call()
-    return float(counter.get_total_flops())
+    by_unit: Dict[str, float] = {}
+    for packet, flops in counter.get_flop_counts().get("Global", {}).items():
+        unit = unit_of(getattr(packet, "__name__", str(packet)))
+        by_unit[unit] = by_unit.get(unit, 0.0) + float(flops)
+    return by_unit
+
+
+def count_flops(call: Callable[[], Any]) -> float:
+    """FLOPs of one call, over every unit (count_flops_by_unit)."""
+    return float(sum(count_flops_by_unit(call).values()))
 
 
 def min_bytes(inputs: List[Any], model: torch.nn.Module, outputs: List[torch.Tensor]) -> int:
@@ -41,25 +50,46 @@ def compute_dtype(tensors: List[torch.Tensor]) -> str:
     return next((n for n in _PRECISION_ORDER if n in names), "float32")
 
 
+def unit_peaks(ceilings: DeviceCeilings, dtype: str, conv_tf32: bool, matmul_tf32: bool) -> Dict[str, float]:
+    """TFLOP/s of each arithmetic unit (flops.unit_of) for a problem computing in `dtype`: convolutions
+    and matrix products at the bfloat16 or float16 rate in those dtypes (float8 too: no float8 rate is
+    measured), at the TF32 rate in float32 where TF32 is on for them (cuDNN's convolutions under
+    PyTorch's defaults; matrix products only where asked), else, as everything else, at the fp32 rate."""
+    fp32 = ceilings.peak_tflops
+    tf32 = max(fp32, ceilings.peak_tflops_tf32 or 0.0)
+    half = ceilings.peak_tflops_fp16 if dtype == "float16" else ceilings.peak_tflops_bf16
+    if dtype.startswith(("float8", "float16", "bfloat16")) and half:
+        return {"conv": max(fp32, half), "matmul": max(fp32, half), "other": fp32}
+    return {"conv": tf32 if conv_tf32 else fp32, "matmul": tf32 if matmul_tf32 else fp32, "other": fp32}
+
+
+def compute_ms(flops_by_unit: Dict[str, float], peaks: Dict[str, float]) -> Optional[float]:
+    """The FLOPs' time, each unit's at its own peak; None without a peak."""
+    if any(peaks.get(unit, 0.0) <= 0 for unit, flops in flops_by_unit.items() if flops > 0):
+        return None
+    return sum(flops / (peaks[unit] * 1e12) * 1e3 for unit, flops in flops_by_unit.items() if flops > 0)
+
+
 def sol_ms(flops: Optional[float], bytes_moved: int, ceilings: Optional[DeviceCeilings],
-           tf32: bool = False, dtype: str = "float32") -> Optional[float]:
-    """The speed-of-light time: bytes over the measured bandwidth, FLOPs over the measured peak of
-    the fastest arithmetic the problem's dtype and the precision settings allow: the bfloat16 or
-    float16 matmul rate for problems in those dtypes (float8 ones too: no float8 rate is measured),
-    TF32 where it is on for any op (cuDNN convolutions run in TF32 under PyTorch's defaults)."""
+           tf32: bool = False, dtype: str = "float32", flops_by_unit: Optional[Dict[str, float]] = None,
+           matmul_tf32: Optional[bool] = None) -> Optional[float]:
+    """The speed-of-light time: bytes over the measured bandwidth, each arithmetic unit's FLOPs over
+    its measured peak (unit_peaks; `tf32` is cuDNN's setting, `matmul_tf32` the matrix products', the
+    same where not given). FLOPs counted before they were split by unit count as convolutions'."""
     if ceilings is None or ceilings.bandwidth_gbs <= 0:
         return None
     memory_ms = bytes_moved / (ceilings.bandwidth_gbs * 1e9) * 1e3
-    peak = ceilings.peak_tflops
-    if tf32 and ceilings.peak_tflops_tf32:
-        peak = max(peak, ceilings.peak_tflops_tf32)
-    half = ceilings.peak_tflops_fp16 if dtype == "float16" else ceilings.peak_tflops_bf16
-    if dtype.startswith(("float8", "float16", "bfloat16")) and half:
-        peak = max(peak, half)
-    compute_ms = 0.0
-    if flops is not None and peak > 0:
-        compute_ms = flops / (peak * 1e12) * 1e3
-    return max(memory_ms, compute_ms)
+    by_unit = flops_by_unit if flops_by_unit else ({"conv": flops} if flops else {})
+    peaks = unit_peaks(ceilings, dtype, tf32, tf32 if matmul_tf32 is None else matmul_tf32)
+    return max(memory_ms, compute_ms(by_unit, peaks) or 0.0)
+
+
+def effective_peak_tflops(flops_by_unit: Dict[str, float], peaks: Dict[str, float]) -> Optional[float]:
+    """The one FLOP rate at which all of the problem's FLOPs take their speed-of-light time: what the
+    driver's ridge point and speed-of-light fractions divide by (speed_of_light.cpp)."""
+    total = sum(flops_by_unit.values())
+    ms = compute_ms(flops_by_unit, peaks)
+    return total / (ms * 1e-3) / 1e12 if total > 0 and ms else None
 
 
 def sol_score(t_k: Optional[float], t_b: Optional[float], t_sol: Optional[float]) -> Optional[float]:

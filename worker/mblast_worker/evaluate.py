@@ -11,7 +11,7 @@ import torch
 
 from . import guards, memory, ncu, progress
 from .compare import Tol, against_eager
-from .costmodel import sol_ms, sol_score
+from .costmodel import effective_peak_tflops, sol_ms, sol_score, unit_peaks
 from .signature import build_signature, profile_forward
 from .errors import CandidateRuntimeError
 from .ncu_target import TargetSpec
@@ -63,9 +63,13 @@ def _can_still_pass(s: Session, v: Verdict) -> bool:
 def _after_trials(s: Session, v: Verdict) -> None:
     facts = s.facts
     s.resp.flops, s.resp.min_bytes, s.resp.input_bytes = facts.flops, facts.min_bytes, facts.input_bytes
-    tf32 = s.precision.candidate_setting.cudnn or s.precision.candidate_setting.matmul
-    s.resp.sol_ms = sol_ms(facts.flops, facts.min_bytes, s.req.device_ceilings, tf32=tf32,
-                           dtype=facts.compute_dtype)
+    setting, ceilings = s.precision.candidate_setting, s.req.device_ceilings
+    s.resp.sol_ms = sol_ms(facts.flops, facts.min_bytes, ceilings, tf32=setting.cudnn,
+                           dtype=facts.compute_dtype, flops_by_unit=facts.flops_by_unit,
+                           matmul_tf32=setting.matmul)
+    if ceilings is not None:
+        peaks = unit_peaks(ceilings, facts.compute_dtype, setting.cudnn, setting.matmul)
+        s.resp.sol_peak_tflops = effective_peak_tflops(facts.flops_by_unit, peaks)
     for note in facts.notes:
         s.resp.add_note(note)
     if _can_still_pass(s, v):

@@ -20,14 +20,14 @@ from . import WORKER_VERSION, memory
 from .cachedir import CacheDir
 from .checks import aliases_anything
 from .compare import DiffAccumulator, OutputDiff, Tol, flat_view, chunks
-from .costmodel import compute_dtype, count_flops, min_bytes
+from .costmodel import compute_dtype, count_flops_by_unit, min_bytes
 from .opsrec import record_ops
 from .reference import (BATCH_CHUNKS, CPU, WHOLE, ReferenceModels, ReferencePlan, batch_size, iter_reference,
                         split_batch)
 from .response import OutputSpec
 from .tensors import changed_state, clone_all, digest, dtype_name, flat_tensors, is_dense, nbytes, state_snapshot
 
-FACTS_VERSION = "4"
+FACTS_VERSION = "5"
 # Stored float64 references per seed, at most (MBLAST_REFERENCE_CACHE_MAX_MB); larger ones are
 # recomputed: on the device that takes less than reading them back.
 MAX_CACHED_REFERENCE_BYTES = int(os.environ.get("MBLAST_REFERENCE_CACHE_MAX_MB", "256")) * 2**20
@@ -67,6 +67,7 @@ class ProblemFacts:
     ref_output_aliases: bool = False
     ref_ops: List[str] = field(default_factory=list)
     flops: Optional[float] = None
+    flops_by_unit: Dict[str, float] = field(default_factory=dict)  # costmodel.count_flops_by_unit
     min_bytes: int = 0
     compute_dtype: str = "float32"  # costmodel.compute_dtype of the inputs and parameters
     input_bytes: int = 0
@@ -271,7 +272,8 @@ def _static_facts(side: ProblemSide, facts: ProblemFacts, seed: int) -> List[Any
     except Exception as exc:  # noqa: BLE001 - recording is best effort
         facts.notes.append(f"op recording failed: {type(exc).__name__}: {exc}")
     try:
-        facts.flops = count_flops(lambda: side.call_eager(inputs, seed))
+        facts.flops_by_unit = count_flops_by_unit(lambda: side.call_eager(inputs, seed))
+        facts.flops = float(sum(facts.flops_by_unit.values()))
     except Exception as exc:  # noqa: BLE001
         facts.notes.append(f"FLOP counting failed: {type(exc).__name__}: {exc}")
     if facts.ref_mutated_inputs:

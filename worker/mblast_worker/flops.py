@@ -8,12 +8,16 @@ The rules, per aten op (by its overload packet's name):
 - reductions (sum, mean, amax, ...): 1 per input element;
 - ops that only move, view, copy or create data (view, reshape, cat, clone, zeros, ...): 0;
 - any other op with a floating-point result: 1 per output element (elementwise arithmetic).
+
+FLOPs are also kept per arithmetic unit (`unit_of`): "conv" (convolutions, which cuDNN runs in TF32
+under PyTorch's defaults), "matmul" (matrix products and attention, TF32 only where asked) and "other";
+the speed of light divides each by its own peak (costmodel.sol_ms).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Dict, Sequence
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -57,6 +61,21 @@ def _convolution_flops(args: Sequence[Any], out: torch.Tensor) -> int:
     return 2 * _numel(out.shape) * int(weight.shape[1]) * window  # weight [out, in / groups, k...]
 
 
+UNITS = ("conv", "matmul", "other")
+_MATMULS = frozenset({"mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul"})
+
+
+def unit_of(name: str) -> str:
+    """The arithmetic unit an aten op's FLOPs run on, by its overload packet's name: "conv" for
+    convolutions, "matmul" for matrix products and attention (torch.utils.flop_counter's
+    scaled-dot-product ops included), "other" for the rest."""
+    if "convolution" in name:
+        return "conv"
+    if name in _MATMULS or "attention" in name:
+        return "matmul"
+    return "other"
+
+
 def op_flops(func: Any, args: Sequence[Any], out: Any) -> int:
     """FLOPs of one aten op call under the rules of this module's docstring."""
     name = func.overloadpacket.__name__
@@ -78,17 +97,25 @@ def op_flops(func: Any, args: Sequence[Any], out: Any) -> int:
 class _Counter(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
-        self.flops = 0
+        self.by_unit: Dict[str, float] = {}
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
-        self.flops += op_flops(func, args, out)
+        flops = op_flops(func, args, out)
+        if flops:
+            unit = unit_of(func.overloadpacket.__name__)
+            self.by_unit[unit] = self.by_unit.get(unit, 0.0) + flops
         return out
+
+
+def count_dispatch_flops_by_unit(call: Callable[[], Any]) -> Dict[str, float]:
+    """FLOPs of one call of `call` per arithmetic unit, counted over the aten ops it dispatches."""
+    counter = _Counter()
+    with torch.no_grad(), counter:
+        call()
+    return counter.by_unit
 
 
 def count_dispatch_flops(call: Callable[[], Any]) -> float:
     """FLOPs of one call of `call`, counted over the aten ops it dispatches."""
-    counter = _Counter()
-    with torch.no_grad(), counter:
-        call()
-    return float(counter.flops)
+    return float(sum(count_dispatch_flops_by_unit(call).values()))

@@ -28,7 +28,9 @@ from .signature import TOP_N
 
 DURATION = "gpu__time_duration.sum"
 HMMA = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
-GMMA = "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"
+# Every tensor-pipe cycle, warpgroup mma (Hopper's wgmma) included: ncu 2025.3 on the H200 knows no
+# sm__pipe_tensor_op_gmma_cycles_active (session 22), and the hmma pipe does not count wgmma.
+TENSOR = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
 DRAM_READ, DRAM_WRITE = "dram__bytes_read.sum", "dram__bytes_write.sum"
 LOCAL_LD = "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"
 LOCAL_ST = "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum"
@@ -40,7 +42,7 @@ FRACTIONS: Dict[str, Tuple[str, ...]] = {
     "l2_throughput_fraction": ("lts__throughput.avg.pct_of_peak_sustained_elapsed",),
     "sm_throughput_fraction": ("sm__throughput.avg.pct_of_peak_sustained_elapsed",),
     "memory_throughput_fraction": ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",),
-    "tensor_pipe_fraction": (HMMA, GMMA),
+    "tensor_pipe_fraction": (HMMA, TENSOR),
     "achieved_occupancy": ("sm__warps_active.avg.pct_of_peak_sustained_active",),
     "global_load_efficiency": ("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",),
     "branch_efficiency": ("smsp__sass_average_branch_targets_threads_uniform.pct",),

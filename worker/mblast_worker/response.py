@@ -70,6 +70,9 @@ class Response:
     min_bytes: Optional[int] = None
     input_bytes: Optional[int] = None  # the inputs' bytes (what a CUDA graph's replay copies in)
     sol_ms: Optional[float] = None
+    # The one FLOP rate (TFLOP/s) at which the problem's FLOPs take sol_ms's compute time, each
+    # arithmetic unit at its own peak (costmodel.effective_peak_tflops): the driver's ridge point.
+    sol_peak_tflops: Optional[float] = None
     # SOL-ExecBench's score of the candidate's time (costmodel.sol_score) with eager as T_b, and
     # with torch.compile of the reference as T_b where that was timed.
     sol_score: Optional[float] = None
