@@ -578,6 +578,27 @@ TEST_F(LoopTest, AFoldAfterACompileIsTheFoldCompiled) {
   EXPECT_EQ(backend_.builtin_calls.size(), calls);
 }
 
+// Nothing to fold in the problem's Model (training mode, say) is nothing to fold under any lineage:
+// after one skipped fold the run does not offer it again, a resumed run included.
+TEST_F(LoopTest, AFoldWithNothingToChangeIsNotOfferedAgain) {
+  backend_.speedups = {{"torch_compile", 2.0}, {"torch_compile_max_autotune", 2.2}};
+  backend_.nothing_to_change = {"batchnorm_fold", "batchnorm_fold+torch_compile",
+                                "batchnorm_fold+torch_compile_max_autotune"};
+  OptimizeOptions o = options(3);
+  o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-torch-compile-max-autotune",
+                  "cuda/builtin-batchnorm-fold"};
+  auto folds = [&] {
+    return std::count_if(
+        backend_.builtin_calls.begin(), backend_.builtin_calls.end(),
+        [](const auto& call) { return call.transform.rfind("batchnorm_fold", 0) == 0; });
+  };
+  run_builtins(o);
+  o.steps = 8;
+  run_builtins(o);
+  EXPECT_EQ(folds(), 1);
+  EXPECT_EQ(run_dir().steps().size(), 3u);  // compile, its variant, one skipped fold: all tried
+}
+
 // A resumed run knows which built-ins its steps applied to which implementation, alternatives
 // on an ancestor included: no transform is applied to the same file twice.
 TEST_F(LoopTest, AResumedRunRetriesNoBuiltinOnTheSameBase) {

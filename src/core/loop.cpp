@@ -308,6 +308,7 @@ void Loop::restore(const std::vector<StepRecord>& steps) {
     const std::string applied = applied_name(technique, record.slot);
     tried_.insert({base.file.string(), tried_name(technique, record.slot, base)});
     if (record.outcome == Outcome::correct) ++correct_candidates_;
+    if (const auto row = kb_.technique(technique)) note_if_it_changes_nothing(*row, record.outcome);
     const fs::path file = run_.path() / "candidates" / record.candidate;
     const std::optional<EvalResult> stored = run_.stored_result(file);
     if (const auto eager = record.eager_ms ? record.eager_ms
@@ -400,6 +401,7 @@ std::optional<StepRecord> Loop::step(int iteration, int step_in_iteration, int g
   tried_.insert({choice->base.file.string(),
                  tried_name(choice->technique.id, slots_[choice->slot].id, choice->base)});
   const Evaluation& final = evaluations.back();
+  note_if_it_changes_nothing(choice->technique, final.outcome);
   take_compile_baseline(choice->technique, choice->base.is_reference(), final.result);
   const Scored scored = score(final);
   rollout_.push_back(trajectory_step(global, *choice, final, scored));
@@ -468,6 +470,7 @@ std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
                                         backend_.traits().builtins_need_a_candidate,
                                         at.ops.empty() ? problem_ops_ : at.op_kinds);
     drop_the_rounds_graph(eligible.techniques);
+    drop_what_changes_nothing(eligible.techniques);
     choice.slot = slot;
     if ((choice.reused = region_reuse(at, eligible.techniques, selector))) {
       choice.decided_by = "region reuse";
@@ -703,6 +706,15 @@ Evaluation Loop::write_and_judge(const std::string& stem, const std::string& sou
   evaluation.outcome = evaluation.result.outcome();
   evaluation.tokens = tokens;
   return evaluation;
+}
+
+void Loop::note_if_it_changes_nothing(const TechniqueRow& technique, Outcome outcome) {
+  if (outcome == Outcome::skipped && technique.builtin && technique.builtin->first)
+    changes_nothing_.insert(technique.id);
+}
+
+void Loop::drop_what_changes_nothing(std::vector<TechniqueRow>& techniques) const {
+  std::erase_if(techniques, [&](const TechniqueRow& t) { return changes_nothing_.count(t.id); });
 }
 
 Evaluation Loop::builtin(const Choice& choice, int global) {

@@ -126,6 +126,10 @@ class Loop {
   void restore_graph_round(const StepRecord& record);
   bool wraps_in_graph(const TechniqueRow& technique) const;
   void drop_the_rounds_graph(std::vector<TechniqueRow>& techniques) const;
+  // A "first" built-in with nothing to change in the problem's Model changes nothing under any
+  // lineage either: after one such step it is not offered again in the run.
+  void note_if_it_changes_nothing(const TechniqueRow& technique, Outcome outcome);
+  void drop_what_changes_nothing(std::vector<TechniqueRow>& techniques) const;
   std::optional<std::string> graph_wrapped(const std::string& stem, const std::string& inner_source,
                                            std::filesystem::path& inner_file);
   CriticContext critic_context(const TrajectoryStep& judged) const;
@@ -162,7 +166,8 @@ class Loop {
   optimize_detail::Current current_;
   std::optional<optimize_detail::BestCandidate> best_;
   optimize_detail::Tried tried_;
-  std::vector<TrajectoryStep> rollout_;  // this iteration's steps, for the critic
+  std::set<std::string> changes_nothing_;  // "first" built-ins with nothing to change here
+  std::vector<TrajectoryStep> rollout_;    // this iteration's steps, for the critic
   std::vector<std::string> heavy_ops_;
   std::vector<std::string> problem_ops_;  // the baseline profile's op names
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
