@@ -52,7 +52,11 @@ def step_row(run: Path, step: Dict[str, Any], eager_ms: Optional[float]) -> Opti
     if not candidate or not isinstance(step.get("seconds"), (int, float)):
         return None
     result_file = run / "candidates" / (Path(candidate).stem + ".json")
-    result: Dict[str, Any] = json.loads(result_file.read_text(encoding="utf-8")) if result_file.is_file() else {}
+    # A skipped step (a built-in with nothing to change) judged nothing: its "candidate" is its base,
+    # whose result is not this step's. Its whole wall is the loop's own.
+    skipped = step.get("outcome") == "skipped"
+    result: Dict[str, Any] = (json.loads(result_file.read_text(encoding="utf-8"))
+                              if result_file.is_file() and not skipped else {})
     phases = result.get("phase_seconds") or {}
     build = number(result.get("build_seconds"))
     load = number(phases.get("load"))
@@ -62,7 +66,8 @@ def step_row(run: Path, step: Dict[str, Any], eager_ms: Optional[float]) -> Opti
     return {"run": run.name, "step": step.get("global_step"), "technique": step.get("technique"),
             "eager_ms": eager_ms, "wall_s": wall, "build_s": build, "load_s": load, "first_call_s": first_call,
             "overhead_s": max(0.0, wall - build - load - first_call),
-            "outside_s": max(0.0, wall - build - worker) if worker else None, "outcome": step.get("outcome")}
+            "outside_s": wall if skipped else max(0.0, wall - build - worker) if worker else None,
+            "outcome": step.get("outcome")}
 
 
 def seconds(value: Optional[float]) -> str:
