@@ -11,7 +11,9 @@ the seed catalogue's built-in techniques (kb_schema/seed/techniques.json):
   torch_compile_max_autotune  torch.compile(mode="max-autotune-no-cudagraphs")
   torch_compile_cudagraphs    torch.compile(mode="reduce-overhead"), each call a new step of its
                               CUDA-graph trees, outputs cloned out
-  channels_last               model and 4-D inputs in channels-last memory format
+  channels_last               model and 4-D inputs in channels-last memory format; the forward traced
+                              with torch.fx at the first call with its tensor views as reshapes (a view
+                              of a channels-last activation is impossible), as it is where the trace fails
   cudnn_benchmark             cuDNN autotuning during the forward (restored afterwards)
   torch_compile_max_autotune_cd
                               max-autotune-no-cudagraphs plus coordinate-descent tuning of every
@@ -158,20 +160,6 @@ class ModelNew(_Base):
         torch.compiler.cudagraph_mark_step_begin()
         return _map(self._compiled(*inputs), torch.clone)
 ''',
-    "channels_last": '''
-def _to_channels_last(x):
-    return x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x
-
-
-class ModelNew(_Base):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.to(memory_format=torch.channels_last)
-
-    def forward(self, *inputs):
-        out = super().forward(*[_map(x, _to_channels_last) for x in inputs])
-        return _map(out, lambda t: t.contiguous())
-''',
     "cudnn_benchmark": '''
 class ModelNew(_Base):
     def forward(self, *inputs):
@@ -235,12 +223,13 @@ class ModelNew(_Base):
 # or the transform finds nothing. The new modules read the model's parameters: nothing is copied.
 # Built-ins stacked over it ("batchnorm_fold+torch_compile") may reach the first call through
 # torch.compile: the trace runs outside it (torch.compiler.disable), where that exists.
-_CHANGED_GRAPH = '''
+_OUTSIDE_COMPILE = '''
 
 def _outside_compile(fn):
     disable = getattr(getattr(torch, "compiler", None), "disable", None)
     return disable(fn) if disable is not None else fn
-
+'''
+_CHANGED_GRAPH = _OUTSIDE_COMPILE + '''
 
 @_outside_compile
 def _changed_graph(model, base_forward, change, in_training=True):
@@ -264,6 +253,45 @@ _BODIES["sibling_merge"] = _traced_body("merged", '"merge_siblings"')
 _BODIES["batchnorm_fold"] = _traced_body("folded", '"fold_batchnorms", in_training=False')
 
 _TRACED_TRANSFORMS = ("sibling_merge", "batchnorm_fold")
+
+# In channels-last memory a view of a convolution's output (x.view(n, -1) before a linear layer, as
+# LeNet5 does) is impossible, so the forward runs traced with its tensor views as reshapes: the same
+# where a view is possible, a copy where it is not. The base's forward as it is where the trace fails
+# (a forward torch.fx cannot trace, another candidate's ModelNew).
+_BODIES["channels_last"] = _OUTSIDE_COMPILE + '''
+def _to_channels_last(x):
+    return x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x
+
+
+@_outside_compile
+def _views_as_reshapes(model, base_forward):
+    try:
+        traced = _cut["trace_base"](model, base_forward)
+    except ValueError:
+        return False
+    for node in traced.graph.nodes:
+        if node.op == "call_method" and node.target == "view" and not any(
+                isinstance(a, torch.dtype) for a in node.args[1:]):
+            node.target = "reshape"
+    traced.recompile()
+    return traced
+
+
+class _ChannelsLast(_Base):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.to(memory_format=torch.channels_last)
+
+
+def _in_channels_last(forward, inputs):
+    out = forward(*[_map(x, _to_channels_last) for x in inputs])
+    return _map(out, lambda t: t.contiguous())
+
+
+_Base = _ChannelsLast
+''' + _traced_once_model(
+    "reshaped", "_views_as_reshapes(self, super().forward)",
+    "_in_channels_last(super().forward if reshaped is False else reshaped, inputs)")
 
 _COMPILE_MODES = {
     "torch_compile": "",
@@ -346,7 +374,7 @@ REGION_TRANSFORMS = tuple(sorted({"channels_last", "cudnn_benchmark"} | set(_COM
 def _body(transform: str) -> str:
     if transform in _COMPILE_MODES:
         return _BODIES["torch_compile"].replace("{mode}", _COMPILE_MODES[transform])
-    if transform in _TRACED_TRANSFORMS:
+    if transform in _TRACED_TRANSFORMS or transform == "channels_last":
         return f"\n_CUT_SOURCE = {_CUT_PATH.read_text(encoding='utf-8')!r}\n" + _REGION_CUT + _BODIES[transform]
     if transform in _BODIES:
         return _BODIES[transform]
