@@ -308,16 +308,15 @@ void Loop::restore(const std::vector<StepRecord>& steps) {
     const std::string applied = applied_name(technique, record.slot);
     tried_.insert({base.file.string(), tried_name(technique, record.slot, base)});
     if (record.outcome == Outcome::correct) ++correct_candidates_;
-    if (const auto row = kb_.technique(technique)) note_if_it_changes_nothing(*row, record.outcome);
+    const std::optional<TechniqueRow> row = kb_.technique(technique);
+    if (row) note_if_it_changes_nothing(*row, record.outcome);
     const fs::path file = run_.path() / "candidates" / record.candidate;
     const std::optional<EvalResult> stored = run_.stored_result(file);
     if (const auto eager = record.eager_ms ? record.eager_ms
                            : stored        ? stored->ref_ms
                                            : std::nullopt)
       step_eager_ms_.push_back(*eager);
-    if (const auto row = kb_.technique(technique); row && stored) {
-      take_compile_baseline(*row, base.is_reference(), *stored);
-    }
+    if (row && stored) take_compile_baseline(*row, base.is_reference(), *stored);
     if (record.new_best_candidate) {
       best_ = BestCandidate{file,         record.speedup.value_or(0.0),
                             std::nullopt, std::nullopt,

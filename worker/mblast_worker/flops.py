@@ -61,7 +61,6 @@ def _convolution_flops(args: Sequence[Any], out: torch.Tensor) -> int:
     return 2 * _numel(out.shape) * int(weight.shape[1]) * window  # weight [out, in / groups, k...]
 
 
-UNITS = ("conv", "matmul", "other")
 _MATMULS = frozenset({"mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul"})
 
 
