@@ -248,6 +248,15 @@ def test_summary_statistics() -> None:
     assert hides_device_work([1.0] * 10, [0.2] * 10) and not hides_device_work([0.01] * 10, [0.2] * 10)
 
 
+def test_a_wait_s_own_cost_is_not_hidden_work() -> None:
+    """A 5 us kernel timed where each device-wide wait costs 26 us (an H100 host, call 70) hides
+    nothing once the reference's wait is subtracted; 0.2 ms of work on another stream still shows."""
+    wait, tiny = [0.026] * 10, [0.005] * 10
+    assert hides_device_work(wait, tiny)  # the wait's cost alone, read as hidden work
+    assert not hides_device_work(wait, tiny, wait_ms=0.026)
+    assert hides_device_work([0.226] * 10, tiny, wait_ms=0.026)
+
+
 def test_the_device_is_held_between_the_flush_and_the_start_event(monkeypatch: pytest.MonkeyPatch) -> None:
     """The start event waits behind a calibrated device-side sleep, so that the host's way to the
     call's first launch is not counted, whatever its speed (call 54 on the H200)."""
