@@ -11,7 +11,10 @@
 #
 # Environment: MINUTES per optimize run (1.0), EXAMPLES (default: every example folder), DEVICE
 # (cuda), MBLAST (.device/mblast; build/mblast with DEVICE=cpu for a try on the CPU). Prints a
-# table and writes DIR/sol_examples.jsonl (one line per judged candidate) and DIR/sol_runs.tgz.
+# table and writes DIR/sol_examples.jsonl (one line per judged candidate, with its flags and notes),
+# DIR/sol_run-EXAMPLE.tgz per optimize run as it ends, and DIR/sol_harness.tgz. The 11 examples do
+# not fit one device call (call 69: four in 530 s at MINUTES=0.5): split them with EXAMPLES, e.g.
+# EXAMPLES="$(ls -d .kb/sol_examples/*/*/ | sed -n 5,8p)".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH=$PWD/.device/lib
@@ -38,7 +41,8 @@ except json.JSONDecodeError:
 print(json.dumps({"problem": problem.rstrip("/").split("/", 2)[-1], "candidate": label,
                   "correct": r.get("correct"), "speedup": r.get("speedup"), "ref_ms": r.get("ref_ms"),
                   "cand_ms": r.get("cand_ms"), "sol_ms": r.get("sol_ms"), "sol_score": r.get("sol_score"),
-                  "workloads": len(r.get("workloads") or []), "error": (r.get("error") or "")[:600]}))
+                  "workloads": len(r.get("workloads") or []), "error": (r.get("error") or "")[:600],
+                  "flags": r.get("flags") or [], "notes": [n[:300] for n in (r.get("notes") or [])]}))
 PY
 }
 
@@ -53,6 +57,8 @@ for dir in "${examples[@]}"; do
   timeout "$limit" "$mblast" optimize "$dir" --device "$device" --llm none --time-limit "${MINUTES:-1.0}" \
     --kb "$work/kb.sqlite" --out "$work/runs/$name" --cache-dir "$work/cache" --json \
     >"$work/$name.optimize.json" 2>"$work/$name.optimize.err"
+  # Each example's run as soon as it ends: a call cut by its time limit keeps what finished.
+  tar czf "$out/sol_run-$name.tgz" -C "$work" "runs/$name" "$name.optimize.json" "$name.optimize.err" 2>/dev/null
   python3 - "$dir" "$work/$name.optimize.json" >>"$lines" <<'PY'
 import json, sys
 try:
@@ -85,7 +91,7 @@ if PYTHONPATH=.kb/sol_src python3 -c "import sol_execbench.cli" 2>>"$out/sol_har
     done
   done
 fi
-tar czf "$out/sol_runs.tgz" -C "$work" runs $(cd "$work" && ls harness-*.json 2>/dev/null) 2>/dev/null
+(cd "$work" && ls harness-*.json >/dev/null 2>&1) && tar czf "$out/sol_harness.tgz" -C "$work" $(cd "$work" && ls harness-*.json)
 echo "SOL-ExecBench harness dependencies:"; sed 's/^/  /' "$out/sol_harness_deps.txt"
 python3 - "$lines" <<'PY'
 import json, sys
