@@ -63,6 +63,7 @@ Run as `python3 -m mblast_builtin TRANSFORM PROBLEM.py > CANDIDATE.py`, or
 from __future__ import annotations
 
 import ast
+import json
 import sys
 from pathlib import Path
 from typing import Dict, Sequence
@@ -510,7 +511,28 @@ def nothing_to_change(source: str, transform: str, over: bool) -> str:
                               "forward"}[transform]
 
 
+def check_main(transforms: list[str], path: str) -> int:
+    """`--check T1,T2 FILE`: one JSON object, each traced transform to why it would change nothing in
+    the problem's Model ("" where it may change something). The driver asks it once per run, beside
+    the reference's evaluation, instead of spending a step per transform to find out."""
+    unknown = sorted(set(transforms) - set(TRANSFORMS))
+    if unknown:
+        print(f"mblast_builtin: unknown transform(s) {', '.join(unknown)} (known: {', '.join(TRANSFORMS)})",
+              file=sys.stderr)
+        return 2
+    try:
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+    except OSError as exc:
+        print(f"mblast_builtin: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.write(json.dumps({t: nothing_to_change(source, t, False) for t in transforms}) + "\n")
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--check"] and len(argv) == 3:
+        return check_main([t.strip() for t in argv[1].split(",") if t.strip()], argv[2])
     over, ops = False, None
     while argv[:1] == ["--over"] or (argv[:1] == ["--region"] and len(argv) > 1):
         if argv[0] == "--over":
@@ -518,7 +540,8 @@ def main(argv: list[str]) -> int:
         else:
             ops, argv = [op.strip() for op in argv[1].split(",")], argv[2:]
     if len(argv) != 2:
-        print("usage: python3 -m mblast_builtin [--over] [--region OP1,OP2,...] TRANSFORM FILE.py  "
+        print("usage: python3 -m mblast_builtin [--over] [--region OP1,OP2,...] TRANSFORM FILE.py  |  "
+              "python3 -m mblast_builtin --check TRANSFORM1,TRANSFORM2 FILE.py  "
               f"(TRANSFORM: {', '.join(TRANSFORMS)}; with --region: {', '.join(REGION_TRANSFORMS)})", file=sys.stderr)
         return 2
     transform, path = argv

@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <exception>
 #include <utility>
+
+#include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "cuda/cuda_eval.hpp"
 #include "cuda/eval_server.hpp"
@@ -80,6 +84,11 @@ class CudaBackend final : public Backend {
                   const std::vector<std::string>& region_ops) override {
     const fs::path base = current_is_reference ? options_.problem : current;
     return builtin_candidate(python_, transform, base, !current_is_reference, region_ops);
+  }
+
+  std::map<std::string, std::string> nothing_to_change(
+      const std::vector<std::string>& transforms) override {
+    return builtins_with_nothing_to_change(python_, transforms, options_.problem);
   }
 
   std::optional<ProgramRegions> program_regions() override {
@@ -176,6 +185,29 @@ BackendTraits cuda_traits() {
 std::unique_ptr<Backend> make_cuda_backend(const BackendTraits& traits,
                                            const BackendContext& context) {
   return std::make_unique<CudaBackend>(traits, context);
+}
+
+std::map<std::string, std::string> builtins_with_nothing_to_change(
+    const fs::path& python, const std::vector<std::string>& transforms, const fs::path& problem) {
+  if (transforms.empty()) return {};
+  ProcessSpec spec;
+  spec.argv = {python.string(),
+               "-m",
+               "mblast_builtin",
+               "--check",
+               fmt::format("{}", fmt::join(transforms, ",")),
+               fs::absolute(problem).string()};
+  spec.env["PYTHONPATH"] = worker_directory().string();
+  spec.timeout = std::chrono::seconds(60);
+  try {
+    const ProcessResult result = run_process(spec);
+    if (result.ok())
+      return nlohmann::json::parse(result.out).get<std::map<std::string, std::string>>();
+    spdlog::debug("mblast_builtin --check: {}: {}", result.describe(), result.err);
+  } catch (const std::exception& e) {  // unknown: each transform finds out in its own step
+    spdlog::debug("mblast_builtin --check: {}", e.what());
+  }
+  return {};
 }
 
 Backend::Builtin builtin_candidate(const fs::path& python, const std::string& transform,

@@ -112,6 +112,13 @@ class Backend {
   virtual Builtin builtin(const std::string& transform, const std::filesystem::path& current,
                           bool current_is_reference,
                           const std::vector<std::string>& region_ops) = 0;
+  // For built-ins that change only the problem's Model ("first" in the catalogue): why each of
+  // `transforms` would change nothing in it, "" where it may change something; one left out is
+  // unknown. Asked once per run, on another thread while the reference is judged (GPU devices).
+  virtual std::map<std::string, std::string> nothing_to_change(
+      const std::vector<std::string>& /*transforms*/) {
+    return {};
+  }
   // The problem's Model as region windows (the model-level optimizer's slots); nullopt where the
   // backend has none (native backends judge kernels, not PyTorch models).
   virtual std::optional<ProgramRegions> program_regions() { return std::nullopt; }

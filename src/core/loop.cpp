@@ -226,6 +226,7 @@ void Loop::baseline() {
     baseline_ = *measured;
     current_.signature = baseline_.signature;
   } else {
+    auto nothing_to_change = start_nothing_to_change_check();
     const auto reference = backend_.builtin("reference", options_.problem, true, {});
     // Without torch.compile: compiling the reference took 4-25 s of the first minute of a level-3
     // run on the H200 before any step could start. The compile baseline comes from the compile
@@ -250,6 +251,7 @@ void Loop::baseline() {
                           extra_number(baseline_, "sol_score")};
     current_.signature = baseline_signature(baseline_);
     current_.time_ms = baseline_.ref_ms;
+    drop_first_builtins_with_nothing_to_change(nothing_to_change.get());
   }
   hardware_ = backend_.hardware(baseline_);
   slots_ = slots_from_signature(current_.signature, agents_.available());
@@ -714,6 +716,33 @@ void Loop::note_if_it_changes_nothing(const TechniqueRow& technique, Outcome out
 
 void Loop::drop_what_changes_nothing(std::vector<TechniqueRow>& techniques) const {
   std::erase_if(techniques, [&](const TechniqueRow& t) { return changes_nothing_.count(t.id); });
+}
+
+// On another thread where the device is a GPU: the reference's judging leaves the host's cores
+// idle, and the check (a Python that builds the Model: 5.5 s on an H100 host, call 67) then costs
+// no wall. On a CPU device it runs after the reference is judged, whose timing it would disturb.
+std::future<std::map<std::string, std::string>> Loop::start_nothing_to_change_check() {
+  std::vector<std::string> transforms;
+  for (const auto& technique : kb_.techniques(options_.judge.backend)) {
+    if (!technique.builtin || !technique.builtin->first) continue;
+    const auto& only = options_.techniques;
+    if (!only.empty() && std::find(only.begin(), only.end(), technique.id) == only.end()) continue;
+    transforms.push_back(technique.builtin->transform);
+  }
+  const bool on_gpu = options_.judge.device.rfind("cuda", 0) == 0;
+  return std::async(on_gpu && !transforms.empty() ? std::launch::async : std::launch::deferred,
+                    [this, transforms] { return backend_.nothing_to_change(transforms); });
+}
+
+void Loop::drop_first_builtins_with_nothing_to_change(
+    const std::map<std::string, std::string>& why) {
+  for (const auto& technique : kb_.techniques(options_.judge.backend)) {
+    if (!technique.builtin || !technique.builtin->first) continue;
+    const auto found = why.find(technique.builtin->transform);
+    if (found == why.end() || found->second.empty()) continue;
+    if (changes_nothing_.insert(technique.id).second)
+      note(technique.id + " is not offered: " + found->second);
+  }
 }
 
 Evaluation Loop::builtin(const Choice& choice, int global) {

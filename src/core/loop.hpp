@@ -5,6 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <future>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -130,6 +132,10 @@ class Loop {
   // lineage either: after one such step it is not offered again in the run.
   void note_if_it_changes_nothing(const TechniqueRow& technique, Outcome outcome);
   void drop_what_changes_nothing(std::vector<TechniqueRow>& techniques) const;
+  // The same known before any step: the backend checks the problem's Model for every "first"
+  // built-in once, while the reference is judged (Backend::nothing_to_change).
+  std::future<std::map<std::string, std::string>> start_nothing_to_change_check();
+  void drop_first_builtins_with_nothing_to_change(const std::map<std::string, std::string>& why);
   std::optional<std::string> graph_wrapped(const std::string& stem, const std::string& inner_source,
                                            std::filesystem::path& inner_file);
   CriticContext critic_context(const TrajectoryStep& judged) const;

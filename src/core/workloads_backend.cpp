@@ -168,6 +168,10 @@ class WorkloadsBackend final : public Backend {
                   const std::vector<std::string>& region_ops) override {
     return inner_->builtin(transform, current, current_is_reference, region_ops);
   }
+  std::map<std::string, std::string> nothing_to_change(
+      const std::vector<std::string>& transforms) override {
+    return inner_->nothing_to_change(transforms);
+  }
   std::optional<ProgramRegions> program_regions() override { return inner_->program_regions(); }
   bool export_for_harness(const fs::path& /*best*/, const fs::path& /*out*/) override {
     return false;

@@ -517,6 +517,23 @@ def test_sibling_merge_is_not_generated_where_it_would_change_nothing(tmp_path: 
     assert made.returncode == 0 and "class ModelNew" in made.stdout
 
 
+def test_the_check_answers_for_every_traced_transform_in_one_process(tmp_path: Path) -> None:
+    """`--check` (what the driver asks once per run): each transform to why it would change nothing,
+    "" where it may; an unknown transform is bad usage."""
+    def check(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "mblast_builtin", "--check", *args], capture_output=True,
+                              text=True, env=worker_env(), cwd=str(WORKER_DIR))
+
+    residual, branches = tmp_path / "residual.py", tmp_path / "branches.py"
+    residual.write_text(RESIDUAL)
+    branches.write_text(BRANCHES)
+    none = json.loads(check("sibling_merge,batchnorm_fold", str(residual)).stdout)
+    assert "read the same input" in none["sibling_merge"] and "training mode" in none["batchnorm_fold"]
+    assert json.loads(check("sibling_merge", str(branches)).stdout) == {"sibling_merge": ""}
+    unknown = check("sibling_merge,no_such", str(branches))
+    assert unknown.returncode == 2 and "no_such" in unknown.stderr
+
+
 def test_a_traced_transform_traces_outside_torch_compile(monkeypatch: pytest.MonkeyPatch) -> None:
     """Stacked under a compile ("sibling_merge+torch_compile"), the first call reaches the trace through
     torch.compile: the trace is made eager by torch.compiler.disable where torch has it (2.x), and
