@@ -71,6 +71,7 @@ class FakeBackend : public Backend {
     if (text.rfind("# reference", 0) == 0) {
       speedup = 1.0;
       if (compile_baseline) r.compile_ms = 0.5;
+      if (calibration_seconds) r.extra["calibration_seconds"] = *calibration_seconds;
     } else if (text.rfind("# transform ", 0) == 0) {
       const std::string name = text.substr(12, text.find('\n') - 12);
       if (auto it = speedups.find(name); it != speedups.end()) speedup = it->second;
@@ -145,6 +146,7 @@ class FakeBackend : public Backend {
   // Built-in transform -> both times of its evaluation (its speedup is their ratio).
   std::map<std::string, Timed> timed;
   bool stop_in_flight = false;
+  std::optional<double> calibration_seconds;  // the reference's judging measured the ceilings
   int evaluations = 0;
   int compile_baselines = 0;
   std::vector<std::string> judged;
@@ -646,6 +648,23 @@ TEST_F(LoopTest, OnTheCpuTheFirstBuiltinsAreCheckedAfterTheReference) {
   run_builtins(o);
   ASSERT_EQ(backend_.checked_on.size(), 1u);
   EXPECT_EQ(backend_.checked_on.front(), std::this_thread::get_id());
+}
+
+// The device's ceilings, measured on a machine's first run and cached (18.7 s of a 36 s run on
+// an H100 host, call 67), are part of the run's wall but not of its time limit.
+TEST_F(LoopTest, TheDevicesFirstCalibrationIsNotCountedInTheTimeLimit) {
+  OptimizeOptions o = options(1);
+  o.time_limit_minutes = 1.0;
+  backend_.calibration_seconds = 30.0;
+  const auto before = std::chrono::steady_clock::now();
+  run_builtins(o);
+  const double deadline = std::chrono::duration<double>(*backend_.deadline - before).count();
+  EXPECT_GT(deadline, 89.0);  // 60 s and 30 s, less what the test itself took
+  EXPECT_LT(deadline, 91.0);
+  std::ifstream log(run_dir().log_file());
+  const std::string logged((std::istreambuf_iterator<char>(log)), {});
+  EXPECT_NE(logged.find("(30.0 s, cached for later runs): not counted in the time limit"),
+            std::string::npos);
 }
 
 // A resumed run knows which built-ins its steps applied to which implementation, alternatives

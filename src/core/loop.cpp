@@ -166,12 +166,7 @@ RunSummary Loop::run() {
         "no LLM configured (set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --llm): this run "
         "tries the built-in techniques only");
   }
-  if (options_.time_limit_minutes) {
-    // An evaluation in flight when the run's time is up is stopped, and judged again on resume.
-    const double left_s = *options_.time_limit_minutes * 60 - resumed_.seconds;
-    backend_.set_deadline(started_ + std::chrono::duration_cast<Clock::duration>(
-                                         std::chrono::duration<double>(std::max(0.0, left_s))));
-  }
+  set_time_limit_deadline();
   try {
     baseline();
   } catch (const TimeLimitReached& e) {
@@ -252,6 +247,7 @@ void Loop::baseline() {
     current_.signature = baseline_signature(baseline_);
     current_.time_ms = baseline_.ref_ms;
     drop_first_builtins_with_nothing_to_change(nothing_to_change.get());
+    leave_calibration_out_of_the_time_limit();
   }
   hardware_ = backend_.hardware(baseline_);
   slots_ = slots_from_signature(current_.signature, agents_.available());
@@ -360,12 +356,32 @@ EagerTimes Loop::eager_times(std::optional<double> contender_eager_ms) const {
   return eager;
 }
 
+// An evaluation in flight when the run's time is up is stopped, and judged again on resume.
+void Loop::set_time_limit_deadline() {
+  if (!options_.time_limit_minutes) return;
+  const double left_s = *options_.time_limit_minutes * 60 - resumed_.seconds + uncounted_seconds_;
+  backend_.set_deadline(started_ + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(std::max(0.0, left_s))));
+}
+
+void Loop::leave_calibration_out_of_the_time_limit() {
+  const auto calibration = extra_number(baseline_, "calibration_seconds");
+  if (!calibration || *calibration <= 0 || !options_.time_limit_minutes) return;
+  uncounted_seconds_ = *calibration;
+  set_time_limit_deadline();
+  note(fmt::format(
+      "the device's ceilings were measured for the first time on this machine ({:.1f} s, cached "
+      "for later runs): not counted in the time limit",
+      *calibration));
+}
+
 double Loop::run_seconds() const {
   return resumed_.seconds + std::chrono::duration<double>(Clock::now() - started_).count();
 }
 
 std::optional<std::string> Loop::budget_spent() const {
-  if (options_.time_limit_minutes && run_seconds() >= *options_.time_limit_minutes * 60) {
+  if (options_.time_limit_minutes &&
+      run_seconds() - uncounted_seconds_ >= *options_.time_limit_minutes * 60) {
     return "the time limit of " + std::to_string(*options_.time_limit_minutes) + " min is spent";
   }
   if (options_.max_evaluations &&

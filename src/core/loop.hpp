@@ -177,6 +177,12 @@ class Loop {
   std::vector<std::string> heavy_ops_;
   std::vector<std::string> problem_ops_;  // the baseline profile's op names
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  // The device's one-time calibration (its ceilings, measured on a machine's first run and cached):
+  // part of the run's wall, not of its time limit, so that the first run of a batch on a fresh
+  // machine is not the one left without time.
+  double uncounted_seconds_ = 0;
+  void set_time_limit_deadline();
+  void leave_calibration_out_of_the_time_limit();
   int steps_done_ = 0;
   std::vector<double> step_eager_ms_;  // eager's time in each step's final evaluation
   int correct_candidates_ = 0;
