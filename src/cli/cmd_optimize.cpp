@@ -265,7 +265,8 @@ void add_search_options(CLI::App* cmd, OptimizeCommand& c) {
       ->check(positive_number());
   cmd->add_option("--time-limit", c.time_limit,
                   "Stop after this many minutes; an evaluation still running then is stopped "
-                  "and judged again on --resume")
+                  "and judged again on --resume (the device's one-time calibration on a "
+                  "machine's first run is not counted)")
       ->check(positive_number());
   cmd->add_option("--max-tokens", c.max_tokens, "Stop once LLM tokens (in + out) reach this")
       ->check(positive_number());
