@@ -166,6 +166,18 @@ TEST_F(OptimizeCli, WithoutAnLlmItSaysSoAndTriesBuiltInsOnly) {
   EXPECT_EQ(config["options"]["device"], "cpu");
   EXPECT_FALSE(config.value("hardware", "").empty());
   EXPECT_FALSE(config["baseline"]["torch_version"].is_null());
+  // Each evaluation profiles its candidate only: the first state comes from the reference judged
+  // as a candidate, and a profile of the reference beside every candidate costs seconds per step.
+  int judged = 0;
+  for (const auto& entry : fs::directory_iterator(out / "candidates")) {
+    if (entry.path().extension() != ".json") continue;
+    const auto judged_json = nlohmann::json::parse(std::ifstream(entry.path()));
+    EXPECT_TRUE(judged_json["signature"].is_object()) << entry.path();
+    EXPECT_TRUE(judged_json.value("reference_signature", nlohmann::json()).is_null())
+        << entry.path();
+    ++judged;
+  }
+  EXPECT_EQ(judged, 2);  // the reference and step 1's candidate
 }
 
 TEST_F(OptimizeCli, EveryFigureOfTheBestAgreesWhereverItIsShown) {

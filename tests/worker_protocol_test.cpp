@@ -132,8 +132,10 @@ TEST(WorkerProtocol, EveryRequestTheJudgeWritesConforms) {
   options.tolerance_policy = "strict";
   options.allow_tf32 = true;
   options.profile = true;
+  options.profile_reference = false;
   request = worker_eval_request(options, "/c.py", "/cache", nullptr);
   EXPECT_EQ(joined(mismatches(request, "request")), "") << request.dump(2);
+  EXPECT_EQ(request["profile_reference"], false);
   EXPECT_EQ(joined(mismatches(worker_ceilings_request("cuda:0"), "request")), "");
 }
 

@@ -237,6 +237,7 @@ nlohmann::json worker_eval_request(const EvalOptions& options, const fs::path& c
       {"tolerance_policy", options.tolerance_policy},
       {"allow_tf32", options.allow_tf32},
       {"profile", options.profile},
+      {"profile_reference", options.profile_reference},
       {"profiler", options.profiler},
       {"ncu_launch_count", options.ncu_kernels},
       {"ncu_timeout_s", static_cast<double>(kNcuAllowance.count())},

@@ -19,6 +19,7 @@ struct EvalOptions : JudgeOptions {
   bool timing = true;
   bool compile_baseline = false;  // also time torch.compile of the reference
   bool profile = false;  // profile signatures of candidate and reference (PyTorch profiler)
+  bool profile_reference = true;  // with profile: the reference's signature too
   std::optional<std::chrono::steady_clock::time_point> until;  // a run's --time-limit
   bool use_server = false;  // CUDA `mblast eval`: judge through the eval server where it helps
 

@@ -22,6 +22,9 @@ EvalOptions eval_options(const OptimizeOptions& o) {
   static_cast<JudgeOptions&>(e) = o.judge;
   e.problem = fs::absolute(o.problem);
   e.profile = true;  // every candidate's signature classifies the state of the next step
+  // The first state's signature comes from the reference judged as a candidate; a profile of the
+  // reference beside every candidate would cost seconds per step on long forwards (an LSTM: 9 s).
+  e.profile_reference = false;
   e.use_server = o.eval_server;
   e.cache_dir = o.judge.cache_dir.empty() ? default_cache_dir() : fs::absolute(o.judge.cache_dir);
   return e;

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from mblast_worker.signature import build_signature, profile_forward
+from mblast_worker.signature import build_signature, profile_forward, profiled_runs
 
 
 class _Chain(torch.nn.Module):
@@ -20,6 +20,12 @@ def test_profile_counts_ops_per_forward() -> None:
     assert {"aten::mul", "aten::add", "aten::relu", "aten::sum"} <= names
     assert all(count == 1 for _, count in (profiled["ops"][n] for n in ("aten::mul", "aten::sum")))
     assert profiled["busy_ms"] > 0
+
+
+def test_long_forwards_are_profiled_fewer_times() -> None:
+    assert profiled_runs(None) == 3 and profiled_runs(0.02) == 3 and profiled_runs(float("nan")) == 3
+    assert profiled_runs(12.0) == 2  # 30 ms of forwards, at least one
+    assert profiled_runs(37.0) == 1 and profiled_runs(5000.0) == 1
 
 
 def test_regions_are_top_level_ops_with_their_callees() -> None:

@@ -405,3 +405,14 @@ def test_profile_returns_signatures_for_candidate_and_reference(tmp_path: Path) 
     assert resp["phase_seconds"]["profile"] > 0
     plain = evaluate(eval_request(problem("relu_small"), cpu_candidate("correct_relu")), tmp_path / "plain")
     assert plain["signature"] is None and plain["reference_signature"] is None
+
+
+def test_the_reference_is_profiled_only_where_asked(tmp_path: Path) -> None:
+    """optimize takes the first state from the reference judged as a candidate, so it asks for
+    no reference profile beside each candidate's."""
+    req = eval_request(problem("matmul_small"), problem("matmul_small"), profile=True,
+                       profile_reference=False)
+    resp = evaluate(req, tmp_path)
+    assert resp["correct"] is True, resp["error"]
+    assert resp["signature"] is not None and resp["signature"]["kernel_count"] >= 1, resp["notes"]
+    assert resp["reference_signature"] is None

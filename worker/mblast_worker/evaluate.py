@@ -12,7 +12,7 @@ import torch
 from . import guards, memory, ncu, progress
 from .compare import Tol, against_eager
 from .costmodel import effective_peak_tflops, sol_ms, sol_score, unit_peaks
-from .signature import build_signature, profile_forward
+from .signature import build_signature, profile_forward, profiled_runs
 from .errors import CandidateRuntimeError
 from .ncu_target import TargetSpec
 from .opsrec import record_ops, shared_reference_ops
@@ -132,16 +132,18 @@ def _speed_of_light_flag(s: Session) -> None:
 
 
 def _profile(s: Session, pristine: List[Any]) -> None:
-    """Signatures of candidate and reference, each over its own copy of the first trial's inputs,
-    with the measured medians as their total times; with "profiler": "ncu", the candidate's also
-    gets Nsight Compute's numbers."""
+    """Signatures of candidate and reference (the latter where the request asks for it), each over
+    its own copy of the first trial's inputs, with the measured medians as their total times; with
+    "profiler": "ncu", the candidate's also gets Nsight Compute's numbers."""
     on_gpu = s.device.type == "cuda"
-    for attribute, forward, total_ms in (
-        ("signature", s.candidate_callable(clone_all(pristine), s.candidate_grad), s.resp.cand_ms),
-        ("reference_signature", s.eager_callable(clone_all(pristine), s.candidate_grad), s.resp.ref_ms),
-    ):
+    sides = [("signature", s.candidate_callable(clone_all(pristine), s.candidate_grad), s.resp.cand_ms)]
+    if s.req.profile_reference:
+        sides.append(("reference_signature", s.eager_callable(clone_all(pristine), s.candidate_grad),
+                      s.resp.ref_ms))
+    for attribute, forward, total_ms in sides:
         try:
-            profiled = profile_forward(forward, s.device, grad=s.candidate_grad)
+            profiled = profile_forward(forward, s.device, runs=profiled_runs(total_ms),
+                                       grad=s.candidate_grad)
         except Exception as exc:  # noqa: BLE001 - a profiler failure costs the signature, not the verdict
             s.resp.add_note(f"profiling failed: {type(exc).__name__}: {exc}")
             break

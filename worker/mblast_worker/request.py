@@ -53,6 +53,9 @@ class Request:
     timeout_s: Optional[float] = None
     # Profile candidate and reference after timing: the signatures the state classifier reads.
     profile: bool = False
+    # With profile: the reference's signature too (optimize needs it of the reference's own
+    # evaluation only, so it asks for it nowhere else: a long forward's profile costs seconds).
+    profile_reference: bool = True
     # "ncu": the candidate's signature also gets Nsight Compute metrics (ncu.py), from a child process.
     profiler: str = "torch"
     ncu_launch_count: int = 40  # kernels ncu profiles at most
@@ -132,6 +135,7 @@ def parse_request(raw: Any, default_device: str = "cpu") -> Request:
     req.cache_dir = _abs_path(raw, "cache_dir", required=False)
     req.allow_tf32 = bool(_typed(raw, "allow_tf32", (bool,), False))
     req.profile = bool(_typed(raw, "profile", (bool,), False))
+    req.profile_reference = bool(_typed(raw, "profile_reference", (bool,), True))
     _parse_profiler(raw, req)
     ceilings = raw.get("device_ceilings")
     if ceilings is not None:

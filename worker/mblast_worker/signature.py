@@ -74,6 +74,18 @@ def _starts_outside(event: Any, last_top: Dict[Any, Tuple[float, float]]) -> boo
     last_top[event.thread] = span
     return True
 
+PROFILED_MS: float = 30.0  # about how much forward time one profile records
+
+
+def profiled_runs(forward_ms: Optional[float], most: int = 3) -> int:
+    """How many forwards to profile: `most` for short ones (their few kernels' times are noisy),
+    fewer for long ones, whose thousands of events cost the profiler seconds per forward (an
+    LSTM's 37 ms forward of 6244 kernels: 9 s for candidate and reference, 3 forwards each)."""
+    if forward_ms is None or not forward_ms > 0:
+        return most
+    return max(1, min(most, int(PROFILED_MS / forward_ms)))
+
+
 def profile_forward(forward: Callable[[], Any], device: torch.device, runs: int = 3,
                     grad: bool = False) -> Dict[str, Any]:
     """Profiles `runs` forwards after one warm-up, in the grad mode given (the one the forward was
