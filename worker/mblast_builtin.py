@@ -495,13 +495,13 @@ def nothing_to_change(source: str, transform: str, over: bool) -> str:
         device = torch.device("meta") if hasattr(torch.device, "__enter__") else None
         with device if device is not None else torch.no_grad():
             model = problem["Model"](*problem["get_init_inputs"]())
-        if transform == "sibling_merge":
-            found = sibling_groups(model)
-        elif model.training:
+        if transform == "batchnorm_fold" and model.training:
             return ("the Model runs in training mode, where batch norm normalizes by each batch's own "
                     "statistics: nothing folds")
-        else:
-            found = batchnorm_pairs(model)
+        found = (sibling_groups if transform == "sibling_merge" else batchnorm_pairs)(model)
+    except ValueError as exc:  # the trace failed: the candidate's would too, and it runs the forward as it is
+        first = str(exc).split(". ")[0].rstrip(".")  # torch.fx's advice that follows is for authors
+        return f"{first}: the candidate would run the Model's forward unchanged"
     except Exception:  # noqa: BLE001 - what cannot be checked here is left to the judge
         return ""
     if found:

@@ -534,6 +534,44 @@ def test_the_check_answers_for_every_traced_transform_in_one_process(tmp_path: P
     assert unknown.returncode == 2 and "no_such" in unknown.stderr
 
 
+UNTRACEABLE = """
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.a = torch.nn.Linear(n, n)
+        self.b = torch.nn.Linear(n, n)
+
+    def forward(self, x):
+        rows, cols = x.shape  # a proxy cannot be unpacked: torch.fx cannot trace this
+        return self.a(x).reshape(rows, cols) + self.b(x)
+
+
+def get_inputs():
+    return [torch.randn(3, 4)]
+
+
+def get_init_inputs():
+    return [4]
+"""
+
+
+def test_a_forward_torch_fx_cannot_trace_has_nothing_to_change(tmp_path: Path) -> None:
+    """Siblings in a forward that torch.fx cannot trace: the candidate's trace fails at its first call
+    and it runs the forward unchanged, so the check says so rather than leave a step to find out."""
+    model = _load(make_candidate(UNTRACEABLE, "sibling_merge"))["ModelNew"](4)
+    model(torch.randn(3, 4))
+    assert model.__dict__["_mblast_merged"] is False
+    path = tmp_path / "untraceable.py"
+    path.write_text(UNTRACEABLE)
+    checked = subprocess.run([sys.executable, "-m", "mblast_builtin", "--check", "sibling_merge", str(path)],
+                             capture_output=True, text=True, env=worker_env(), cwd=str(WORKER_DIR))
+    why = json.loads(checked.stdout)["sibling_merge"]
+    assert "torch.fx could not trace" in why and "unchanged" in why, why
+
+
 def test_a_traced_transform_traces_outside_torch_compile(monkeypatch: pytest.MonkeyPatch) -> None:
     """Stacked under a compile ("sibling_merge+torch_compile"), the first call reaches the trace through
     torch.compile: the trace is made eager by torch.compiler.disable where torch has it (2.x), and
