@@ -123,6 +123,8 @@ class FakeBackend : public Backend {
     }
     return why;
   }
+  bool host_idle = true;  // what host_idle_while_judging() answers (a GPU device's)
+  bool host_idle_while_judging() const override { return host_idle; }
   std::string hardware_name = "fake GPU";  // what hardware() answers
   std::optional<ProgramRegions> regions;   // what program_regions() answers
   std::optional<ProgramRegions> program_regions() override { return regions; }
@@ -641,10 +643,11 @@ TEST_F(LoopTest, AFirstBuiltinTheCheckFindsNothingForIsNeverOffered) {
             std::string::npos);
 }
 
-// On a CPU device the check waits for the reference's judging (its timing runs on the same cores).
-TEST_F(LoopTest, OnTheCpuTheFirstBuiltinsAreCheckedAfterTheReference) {
+// Where judging busies the host (a CPU device), the check waits for the reference's judging, whose
+// timing runs on the same cores.
+TEST_F(LoopTest, WhereJudgingBusiesTheHostTheFirstBuiltinsAreCheckedAfterTheReference) {
   OptimizeOptions o = options(1);
-  o.judge.device = "cpu";
+  backend_.host_idle = false;
   run_builtins(o);
   ASSERT_EQ(backend_.checked_on.size(), 1u);
   EXPECT_EQ(backend_.checked_on.front(), std::this_thread::get_id());

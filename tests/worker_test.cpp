@@ -1,5 +1,7 @@
 #include "cuda/worker_pool.hpp"
 
+#include "backend_registry.hpp"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -410,6 +412,23 @@ TEST(WorkerTest, LeavesNoZombies) {
   }
   EXPECT_TRUE(no_children_left());
   EXPECT_TRUE(is_empty_dir(scratch.path()));
+}
+
+// The loop runs host work (the built-ins' check) beside judging only where the GPU does the
+// judging's work; on a CPU device candidates and their timing run on the host's own cores.
+TEST(CudaBackend, OnlyAGpuDeviceLeavesTheHostIdleWhileJudging) {
+  auto idle = [](const std::string& device) {
+    EvalOptions options;
+    options.backend = "cuda";
+    options.device = device;
+    options.problem = "/problems/p.py";
+    return backend_row("cuda")
+        .make(BackendContext{options, "/usr/bin/python3"})
+        ->host_idle_while_judging();
+  };
+  EXPECT_TRUE(idle("cuda"));
+  EXPECT_TRUE(idle("cuda:1"));
+  EXPECT_FALSE(idle("cpu"));
 }
 
 }  // namespace

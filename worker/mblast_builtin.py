@@ -258,24 +258,10 @@ _TRACED_TRANSFORMS = ("sibling_merge", "batchnorm_fold")
 # In channels-last memory a view of a convolution's output (x.view(n, -1) before a linear layer, as
 # LeNet5 does) is impossible, so the forward runs traced with its tensor views as reshapes: the same
 # where a view is possible, a copy where it is not. The base's forward as it is where the trace fails
-# (a forward torch.fx cannot trace, another candidate's ModelNew).
-_BODIES["channels_last"] = _OUTSIDE_COMPILE + '''
+# (a forward torch.fx cannot trace, another candidate's ModelNew) or shows no view.
+_BODIES["channels_last"] = _CHANGED_GRAPH + '''
 def _to_channels_last(x):
     return x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x
-
-
-@_outside_compile
-def _views_as_reshapes(model, base_forward):
-    try:
-        traced = _cut["trace_base"](model, base_forward)
-    except ValueError:
-        return False
-    for node in traced.graph.nodes:
-        if node.op == "call_method" and node.target == "view" and not any(
-                isinstance(a, torch.dtype) for a in node.args[1:]):
-            node.target = "reshape"
-    traced.recompile()
-    return traced
 
 
 class _ChannelsLast(_Base):
@@ -291,7 +277,7 @@ def _in_channels_last(forward, inputs):
 
 _Base = _ChannelsLast
 ''' + _traced_once_model(
-    "reshaped", "_views_as_reshapes(self, super().forward)",
+    "reshaped", '_changed_graph(self, super().forward, "views_as_reshapes")',
     "_in_channels_last(super().forward if reshaped is False else reshaped, inputs)")
 
 _COMPILE_MODES = {

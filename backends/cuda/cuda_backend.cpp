@@ -111,6 +111,8 @@ class CudaBackend final : public Backend {
     options_.until = until;
   }
 
+  bool host_idle_while_judging() const override { return is_cuda_device(options_.device); }
+
   void stop_prestarting() override {
     if (workers_) workers_->set_prestarted(0);
   }

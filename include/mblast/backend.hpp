@@ -119,6 +119,9 @@ class Backend {
       const std::vector<std::string>& /*transforms*/) {
     return {};
   }
+  // True where judging leaves the host's cores idle (the device does the work), so that host work
+  // may run beside it without disturbing its timing; false where candidates run on those cores.
+  virtual bool host_idle_while_judging() const { return false; }
   // The problem's Model as region windows (the model-level optimizer's slots); nullopt where the
   // backend has none (native backends judge kernels, not PyTorch models).
   virtual std::optional<ProgramRegions> program_regions() { return std::nullopt; }

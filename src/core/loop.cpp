@@ -734,30 +734,37 @@ void Loop::drop_what_changes_nothing(std::vector<TechniqueRow>& techniques) cons
   std::erase_if(techniques, [&](const TechniqueRow& t) { return changes_nothing_.count(t.id); });
 }
 
-// On another thread where the device is a GPU: the reference's judging leaves the host's cores
-// idle, and the check (a Python that builds the Model: 5.5 s on an H100 host, call 67) then costs
-// no wall. On a CPU device it runs after the reference is judged, whose timing it would disturb.
+// The answer is technique id -> why it would change nothing. On another thread where judging
+// leaves the host idle (a GPU device): the check (a Python that builds the Model: 5.5 s on an
+// H100 host, call 67) then costs no wall. Else after the reference is judged, whose timing it
+// would disturb.
 std::future<std::map<std::string, std::string>> Loop::start_nothing_to_change_check() {
-  std::vector<std::string> transforms;
+  std::vector<std::pair<std::string, std::string>> first;  // technique id, transform
   for (const auto& technique : kb_.techniques(options_.judge.backend)) {
     if (!technique.builtin || !technique.builtin->first) continue;
     const auto& only = options_.techniques;
     if (!only.empty() && std::find(only.begin(), only.end(), technique.id) == only.end()) continue;
-    transforms.push_back(technique.builtin->transform);
+    first.emplace_back(technique.id, technique.builtin->transform);
   }
-  const bool on_gpu = options_.judge.device.rfind("cuda", 0) == 0;
-  return std::async(on_gpu && !transforms.empty() ? std::launch::async : std::launch::deferred,
-                    [this, transforms] { return backend_.nothing_to_change(transforms); });
+  const bool beside = backend_.host_idle_while_judging() && !first.empty();
+  return std::async(beside ? std::launch::async : std::launch::deferred, [this, first] {
+    std::vector<std::string> transforms;
+    for (const auto& [id, transform] : first) transforms.push_back(transform);
+    const auto why = first.empty() ? std::map<std::string, std::string>()
+                                   : backend_.nothing_to_change(transforms);
+    std::map<std::string, std::string> by_technique;
+    for (const auto& [id, transform] : first) {
+      const auto found = why.find(transform);
+      if (found != why.end() && !found->second.empty()) by_technique.emplace(id, found->second);
+    }
+    return by_technique;
+  });
 }
 
 void Loop::drop_first_builtins_with_nothing_to_change(
-    const std::map<std::string, std::string>& why) {
-  for (const auto& technique : kb_.techniques(options_.judge.backend)) {
-    if (!technique.builtin || !technique.builtin->first) continue;
-    const auto found = why.find(technique.builtin->transform);
-    if (found == why.end() || found->second.empty()) continue;
-    if (changes_nothing_.insert(technique.id).second)
-      note(technique.id + " is not offered: " + found->second);
+    const std::map<std::string, std::string>& why_by_technique) {
+  for (const auto& [id, why] : why_by_technique) {
+    if (changes_nothing_.insert(id).second) note(id + " is not offered: " + why);
   }
 }
 

@@ -135,7 +135,8 @@ class Loop {
   // The same known before any step: the backend checks the problem's Model for every "first"
   // built-in once, while the reference is judged (Backend::nothing_to_change).
   std::future<std::map<std::string, std::string>> start_nothing_to_change_check();
-  void drop_first_builtins_with_nothing_to_change(const std::map<std::string, std::string>& why);
+  void drop_first_builtins_with_nothing_to_change(
+      const std::map<std::string, std::string>& why_by_technique);
   std::optional<std::string> graph_wrapped(const std::string& stem, const std::string& inner_source,
                                            std::filesystem::path& inner_file);
   CriticContext critic_context(const TrajectoryStep& judged) const;

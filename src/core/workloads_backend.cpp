@@ -168,6 +168,7 @@ class WorkloadsBackend final : public Backend {
                   const std::vector<std::string>& region_ops) override {
     return inner_->builtin(transform, current, current_is_reference, region_ops);
   }
+  bool host_idle_while_judging() const override { return inner_->host_idle_while_judging(); }
   std::map<std::string, std::string> nothing_to_change(
       const std::vector<std::string>& transforms) override {
     return inner_->nothing_to_change(transforms);

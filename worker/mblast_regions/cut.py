@@ -256,6 +256,22 @@ class MergedSiblings(_DerivedWeights):
         return tuple(out.narrow(dim, start, size) for start, size in zip(starts, self.sizes))
 
 
+def _is_shape_view(node: Node) -> bool:
+    """A tensor's .view(shape) (not .view(dtype)): it fails where the tensor's memory does not allow
+    that view (a slice, channels-last memory), where .reshape views if it can and copies if not."""
+    return node.op == "call_method" and node.target == "view" and \
+        not any(isinstance(a, torch.dtype) for a in node.args[1:])
+
+
+def views_as_reshapes(module: GraphModule) -> int:
+    """Each shape view of the module's graph made a reshape, in place; how many."""
+    views = [node for node in module.graph.nodes if _is_shape_view(node)]
+    for node in views:
+        node.target = "reshape"
+    module.recompile()
+    return len(views)
+
+
 def merge_siblings(module: GraphModule) -> int:
     """Replaces each of the module's sibling groups by one call of MergedSiblings, in place; the number
     of groups merged. A slice is no longer contiguous as the member's own output was: the members'
@@ -269,8 +285,7 @@ def merge_siblings(module: GraphModule) -> int:
             slices = [module.graph.call_function(operator.getitem, (call, j)) for j in range(len(group))]
         for node, piece in zip(group, slices):
             for user in node.users:
-                if user.op == "call_method" and user.target == "view" and user.args[0] is node \
-                        and not any(isinstance(a, torch.dtype) for a in user.args[1:]):
+                if _is_shape_view(user) and user.args[0] is node:
                     user.target = "reshape"
             node.replace_all_uses_with(piece)
             module.graph.erase_node(node)
