@@ -464,15 +464,24 @@ def _check_base_traceable(candidate_source: str) -> None:
 NOTHING_TO_CHANGE = 3  # main's exit code where a transform would give a candidate no different from its base
 
 
-def nothing_to_change(source: str, transform: str, over: bool) -> str:
-    """Why a traced transform (sibling_merge, batchnorm_fold) would change nothing here ("" where it may):
-    it changes only what the problem's Model's forward shows when traced, and built-in candidates'
-    forwards (*inputs) do not trace. The Model is built as the problem builds it, on the meta device
-    where torch has one (no memory, no time)."""
-    if transform not in _TRACED_TRANSFORMS:
-        return ""
+_NOTHING_FOUND = {
+    "sibling_merge": "no linear or convolution modules read the same input in the Model's forward",
+    "batchnorm_fold": "no convolution is followed by a batch norm that only it feeds in the Model's forward",
+}
+
+
+def nothing_to_change(source: str, transforms: Sequence[str], over: bool) -> Dict[str, str]:
+    """Each transform to why it would change nothing here ("" where it may). Only the traced ones
+    (sibling_merge, batchnorm_fold) can tell: they change only what the problem's Model's forward shows
+    when traced, and built-in candidates' forwards (*inputs) do not trace. The Model is built once, as
+    the problem builds it, on the meta device where torch has one (no memory, no time)."""
+    why = {transform: "" for transform in transforms}
+    traced = [transform for transform in transforms if transform in _TRACED_TRANSFORMS]
     if over:
-        return f"{transform} applies to the problem's Model, not over another candidate"
+        why.update({t: f"{t} applies to the problem's Model, not over another candidate" for t in traced})
+        return why
+    if not traced:
+        return why
     import torch  # noqa: PLC0415 - only this check needs torch at generation time
 
     problem: dict = {"__name__": "mblast_problem"}
@@ -481,60 +490,60 @@ def nothing_to_change(source: str, transform: str, over: bool) -> str:
         device = torch.device("meta") if hasattr(torch.device, "__enter__") else None
         with device if device is not None else torch.no_grad():
             model = problem["Model"](*problem["get_init_inputs"]())
-        if transform == "batchnorm_fold" and model.training:
-            return ("the Model runs in training mode, where batch norm normalizes by each batch's own "
-                    "statistics: nothing folds")
+    except Exception:  # noqa: BLE001 - what cannot be checked here is left to the judge
+        return why
+    why.update({transform: _why_unchanged(model, transform) for transform in traced})
+    return why
+
+
+def _why_unchanged(model, transform: str) -> str:  # noqa: ANN001 - a torch.nn.Module
+    if transform == "batchnorm_fold" and model.training:
+        return ("the Model runs in training mode, where batch norm normalizes by each batch's own "
+                "statistics: nothing folds")
+    try:
         found = (sibling_groups if transform == "sibling_merge" else batchnorm_pairs)(model)
     except ValueError as exc:  # the trace failed: the candidate's would too, and it runs the forward as it is
         first = str(exc).split(". ")[0].rstrip(".")  # torch.fx's advice that follows is for authors
         return f"{first}: the candidate would run the Model's forward unchanged"
     except Exception:  # noqa: BLE001 - what cannot be checked here is left to the judge
         return ""
-    if found:
-        return ""
-    return {"sibling_merge": "no linear or convolution modules read the same input in the Model's forward",
-            "batchnorm_fold": "no convolution is followed by a batch norm that only it feeds in the Model's "
-                              "forward"}[transform]
+    return "" if found else _NOTHING_FOUND[transform]
 
 
-def check_main(transforms: list[str], path: str) -> int:
-    """`--check T1,T2 FILE`: one JSON object, each traced transform to why it would change nothing in
-    the problem's Model ("" where it may change something). The driver asks it once per run, beside
+def check_main(transforms: list[str], source: str) -> int:
+    """`--check T1,T2 FILE`: one JSON object, each transform to why it would change nothing in the
+    problem's Model ("" where it may change something). The driver asks it once per run, beside
     the reference's evaluation, instead of spending a step per transform to find out."""
     unknown = sorted(set(transforms) - set(TRANSFORMS))
     if unknown:
         print(f"mblast_builtin: unknown transform(s) {', '.join(unknown)} (known: {', '.join(TRANSFORMS)})",
               file=sys.stderr)
         return 2
-    try:
-        with open(path, encoding="utf-8") as f:
-            source = f.read()
-    except OSError as exc:
-        print(f"mblast_builtin: {exc}", file=sys.stderr)
-        return 2
-    sys.stdout.write(json.dumps({t: nothing_to_change(source, t, False) for t in transforms}) + "\n")
+    sys.stdout.write(json.dumps(nothing_to_change(source, transforms, False)) + "\n")
     return 0
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["--check"] and len(argv) == 3:
-        return check_main([t.strip() for t in argv[1].split(",") if t.strip()], argv[2])
+    check = argv[:1] == ["--check"] and len(argv) == 3
     over, ops = False, None
-    while argv[:1] == ["--over"] or (argv[:1] == ["--region"] and len(argv) > 1):
+    while not check and (argv[:1] == ["--over"] or (argv[:1] == ["--region"] and len(argv) > 1)):
         if argv[0] == "--over":
             over, argv = True, argv[1:]
         else:
             ops, argv = [op.strip() for op in argv[1].split(",")], argv[2:]
-    if len(argv) != 2:
+    if len(argv) != 2 + check:
         print("usage: python3 -m mblast_builtin [--over] [--region OP1,OP2,...] TRANSFORM FILE.py  |  "
               "python3 -m mblast_builtin --check TRANSFORM1,TRANSFORM2 FILE.py  "
               f"(TRANSFORM: {', '.join(TRANSFORMS)}; with --region: {', '.join(REGION_TRANSFORMS)})", file=sys.stderr)
         return 2
-    transform, path = argv
+    transform, path = argv[-2:]
     try:
         with open(path, encoding="utf-8") as f:
             source = f.read()
-        why_not = nothing_to_change(source, transform.split("+")[0], over) if ops is None else ""
+        if check:
+            return check_main([t.strip() for t in transform.split(",") if t.strip()], source)
+        first = transform.split("+")[0]
+        why_not = nothing_to_change(source, [first], over)[first] if ops is None else ""
         if why_not:
             print(f"mblast_builtin: nothing to change: {why_not}", file=sys.stderr)
             return NOTHING_TO_CHANGE
