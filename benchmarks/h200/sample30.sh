@@ -9,7 +9,7 @@
 # best_of.py judges the controls (CUDA graph, torch.compile, max-autotune on the reference) of
 # the same problems in the same batch directory; then `mblast report` prints the level's table,
 # mblast's speedups beside the best-of column, and benchmarks/step_wall.py where the steps' wall went.
-# Batches land in $OUT/sample30/levelN.
+# Batches land in $OUT/sample30/levelN, the device's measured ceilings in $OUT/sample30/ceilings.
 # Controls a run already judged on the reference are taken from its steps (best_of.py
 # --reuse-runs). To fit one device call: ONLY=1,19,23 runs those problems of the level (the rest
 # in another call, into the same batch when it is carried back); TIME_LIMIT=M bounds each
@@ -45,3 +45,7 @@ for level in $levels; do
   "$bundle/mblast" report "$batch" | tee "$batch/report.md" | sed -n '1,60p'
   python3 benchmarks/step_wall.py "$batch" >"$batch/step_wall.md" && tail -1 "$batch/step_wall.md"
 done
+# The device's ceilings as the judge measured them on this machine (cached once per machine), kept
+# with the batch: the figures the speed-of-light fractions were computed against.
+mkdir -p "$out/ceilings"
+cp "${XDG_CACHE_HOME:-$HOME/.cache}"/mblast/ceilings/*.json "$out/ceilings/" 2>/dev/null || true
