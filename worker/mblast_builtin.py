@@ -224,13 +224,12 @@ class ModelNew(_Base):
 # or the transform finds nothing. The new modules read the model's parameters: nothing is copied.
 # Built-ins stacked over it ("batchnorm_fold+torch_compile") may reach the first call through
 # torch.compile: the trace runs outside it (torch.compiler.disable), where that exists.
-_OUTSIDE_COMPILE = '''
+_CHANGED_GRAPH = '''
 
 def _outside_compile(fn):
     disable = getattr(getattr(torch, "compiler", None), "disable", None)
     return disable(fn) if disable is not None else fn
-'''
-_CHANGED_GRAPH = _OUTSIDE_COMPILE + '''
+
 
 @_outside_compile
 def _changed_graph(model, base_forward, change, in_training=True):

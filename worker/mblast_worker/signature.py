@@ -74,6 +74,7 @@ def _starts_outside(event: Any, last_top: Dict[Any, Tuple[float, float]]) -> boo
     last_top[event.thread] = span
     return True
 
+
 PROFILED_MS: float = 30.0  # about how much forward time one profile records
 
 
