@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 
 #include "mblast/embedded.hpp"
 #include "mblast/error.hpp"
@@ -70,6 +71,10 @@ fs::path worker_directory() {
   }
   const fs::path cache = default_cache_dir();
   const fs::path target = cache / ("worker-" + sha256_hex(all).substr(0, 16));
+  // Threads of one process share the staging folder's name (call 75: the loop's built-in check
+  // and the reference's generation raced on a fresh machine and one got a half-written worker).
+  static std::mutex writing;
+  const std::lock_guard lock(writing);
   if (fs::exists(target / ".complete")) return target;
 
   // Written to a private folder first and renamed, so concurrent mblast processes never see a
