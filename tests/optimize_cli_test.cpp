@@ -125,6 +125,19 @@ TEST_F(OptimizeCli, ReplayDrivesActorCompileErrorFixCriticIntoTheKb) {
   EXPECT_TRUE(fs::is_regular_file(out / "best.py"));
   EXPECT_TRUE(fs::is_regular_file(out / "best_kernelbench.py"));
   EXPECT_TRUE(fs::is_regular_file(out / "log.txt"));
+
+  // Only mblast's own code over the problem (the reference, built-ins) adds to the problem's
+  // compile cache; the LLM's candidates only read it.
+  std::map<std::string, bool> trusted;  // candidate stem -> compile_cache.trusted
+  for (const auto& entry : fs::directory_iterator(out / "candidates")) {
+    if (entry.path().extension() != ".json") continue;
+    const auto judged = nlohmann::json::parse(std::ifstream(entry.path()));
+    if (judged.contains("compile_cache"))
+      trusted[entry.path().stem().string()] = judged["compile_cache"]["trusted"].get<bool>();
+  }
+  ASSERT_EQ(trusted.size(), 3u);  // the reference, the broken candidate, its fix
+  for (const auto& [stem, is_trusted] : trusted)
+    EXPECT_EQ(is_trusted, stem.rfind("reference", 0) == 0) << stem;
 }
 
 double number_after(const std::string& text, const std::string& label) {
@@ -175,6 +188,8 @@ TEST_F(OptimizeCli, WithoutAnLlmItSaysSoAndTriesBuiltInsOnly) {
     EXPECT_TRUE(judged_json["signature"].is_object()) << entry.path();
     EXPECT_TRUE(judged_json.value("reference_signature", nlohmann::json()).is_null())
         << entry.path();
+    // A built-in over the problem is mblast's own code: its compile caches are kept.
+    EXPECT_TRUE(judged_json["compile_cache"]["trusted"].get<bool>()) << entry.path();
     ++judged;
   }
   EXPECT_EQ(judged, 2);  // the reference and step 1's candidate

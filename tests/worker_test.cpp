@@ -266,7 +266,44 @@ TEST(WorkerTest, RunsInAFreshDirectoryWithoutSecrets) {
   EXPECT_EQ(cwd.parent_path(), fs::canonical(scratch.path()));
   EXPECT_EQ(env.value("TMPDIR", ""), cwd.string());
   EXPECT_EQ(env.value("HOME", ""), cwd.string());
+  EXPECT_EQ(fs::path(env.value("TORCHINDUCTOR_CACHE_DIR", "")).parent_path().parent_path(), cwd);
+  EXPECT_EQ(fs::path(env.value("TRITON_CACHE_DIR", "")).parent_path().parent_path(), cwd);
   EXPECT_FALSE(fs::exists(cwd));
+  EXPECT_TRUE(is_empty_dir(scratch.path()));
+}
+
+void write_text(const fs::path& file, const std::string& text) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file) << text;
+}
+
+// A worker starts from the problem's compile cache, a copy of its own; what it compiles joins
+// the shared folder only when the call says its candidate is trusted.
+TEST(WorkerTest, StartsFromTheCompileCacheAndKeepsOnlyATrustedCandidatesAdditions) {
+  testing::TempDir scratch;
+  testing::TempDir shared;
+  write_text(shared / "triton" / "k1" / "kernel.cubin", "from an earlier built-in");
+  WorkerPool pool(fake_config(scratch.path()), 0);
+
+  const WorkerOutcome untrusted = pool.call({{"op", "compile_cache"}, {"write", "k2/kernel.cubin"}},
+                                            CallLimits::fixed(seconds(30)), {shared.path(), false});
+  ASSERT_TRUE(untrusted.completed) << untrusted.failure << untrusted.stderr_tail;
+  EXPECT_EQ(untrusted.response["seen"], json::array({"triton/k1/kernel.cubin"}));
+  EXPECT_FALSE(fs::exists(shared / "triton" / "k2" / "kernel.cubin"));
+  EXPECT_EQ(untrusted.compile_cache_in_bytes, 24u);
+  EXPECT_EQ(untrusted.compile_cache_kept_bytes, 0u);
+
+  const WorkerOutcome trusted = pool.call({{"op", "compile_cache"}, {"write", "k3/kernel.cubin"}},
+                                          CallLimits::fixed(seconds(30)), {shared.path(), true});
+  ASSERT_TRUE(trusted.completed) << trusted.failure << trusted.stderr_tail;
+  EXPECT_TRUE(fs::exists(shared / "triton" / "k3" / "kernel.cubin"));
+  EXPECT_EQ(trusted.compile_cache_kept_bytes, 8u);  // "compiled"; the copied-in file was there
+  EXPECT_EQ(std::ifstream(shared / "triton" / "k1" / "kernel.cubin").get(), 'f');  // kept as it was
+
+  const WorkerOutcome without = pool.call({{"op", "compile_cache"}, {"write", "k4/kernel.cubin"}},
+                                          CallLimits::fixed(seconds(30)));
+  ASSERT_TRUE(without.completed) << without.failure;
+  EXPECT_EQ(without.response["seen"], json::array());
   EXPECT_TRUE(is_empty_dir(scratch.path()));
 }
 

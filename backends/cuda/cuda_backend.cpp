@@ -4,6 +4,9 @@
 #include <fmt/ranges.h>
 
 #include <exception>
+#include <fstream>
+#include <iterator>
+#include <set>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -16,6 +19,7 @@
 #include "mblast/probe.hpp"
 #include "mblast/process.hpp"
 #include "mblast/python.hpp"
+#include "mblast/support.hpp"
 
 namespace mblast {
 namespace {
@@ -83,7 +87,10 @@ class CudaBackend final : public Backend {
   Builtin builtin(const std::string& transform, const fs::path& current, bool current_is_reference,
                   const std::vector<std::string>& region_ops) override {
     const fs::path base = current_is_reference ? options_.problem : current;
-    return builtin_candidate(python_, transform, base, !current_is_reference, region_ops);
+    Builtin made = builtin_candidate(python_, transform, base, !current_is_reference, region_ops);
+    if (made.source && (current_is_reference || trusted_.count(text_key(current))))
+      trusted_.insert(sha256_hex(*made.source));
+    return made;
   }
 
   std::map<std::string, std::string> nothing_to_change(
@@ -123,6 +130,7 @@ class CudaBackend final : public Backend {
     options.problem = problem;
     options.candidate = artifact.candidate;
     options.compile_baseline = compile_baseline;
+    options.keep_compile_cache = trusted_.count(text_key(artifact.candidate)) > 0;
     // Through the eval server, whose workers outlive this run: the runs of a batch after the
     // first find one started. It rebuilds the candidate from the shared build cache (a hit); a
     // failed build needs no worker at all.
@@ -137,6 +145,11 @@ class CudaBackend final : public Backend {
 
   bool via_server() const { return options_.use_server && eval_server_wanted(options_); }
 
+  static std::string text_key(const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    return sha256_hex(std::string(std::istreambuf_iterator<char>(in), {}));
+  }
+
   // Started on first use, so that `mblast eval` through the eval server starts none here.
   WorkerPool& workers() {
     if (!workers_) {
@@ -150,6 +163,9 @@ class CudaBackend final : public Backend {
   fs::path python_;
   std::size_t prestarted_;
   std::unique_ptr<WorkerPool> workers_;
+  // Hashes of the candidate texts this backend's built-ins made from the problem's own code, or
+  // from such a candidate: the ones whose compile caches are trusted (compile_cache.hpp).
+  std::set<std::string> trusted_;
 };
 
 AgentFormat cuda_format(const std::string& device) {

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/compile_cache.hpp"
 #include "cuda/cuda_build.hpp"
 #include "cuda/cuda_eval.hpp"
 #include "cuda/worker_pool.hpp"
@@ -343,13 +344,18 @@ void judge(const EvalOptions& options, Pending& item, const fs::path& cache_dir,
   spdlog::debug("judging {} (built in {:.2f} s)", item.candidate.filename().string(),
                 item.build_seconds);
   const auto taken = std::chrono::steady_clock::now();
-  auto outcome = workers.call(request, call_limits(options));
+  const CompileCacheUse compile_cache{problem_compile_cache(cache_dir, options.problem),
+                                      options.keep_compile_cache};
+  auto outcome = workers.call(request, call_limits(options), compile_cache);
   const double eval_seconds = seconds_since(taken);
   result["eval_seconds"] = eval_seconds;
   // call() = taking a worker and reading its ready line, then outcome.seconds for the request.
   result["worker_wait_seconds"] = std::max(0.0, eval_seconds - outcome.seconds);
   result["wall_seconds"] = item.build_seconds + eval_seconds;
   result["sandbox"] = outcome.sandbox;
+  result["compile_cache"] = {{"trusted", compile_cache.keep},
+                             {"copied_in_bytes", outcome.compile_cache_in_bytes},
+                             {"kept_bytes", outcome.compile_cache_kept_bytes}};
   result["worker"] = outcome.ready;
   refuse_unstartable(outcome, options);
   if (!outcome.completed) {

@@ -366,6 +366,7 @@ json eval_options_to_json(const EvalOptions& o) {
   j["compile_baseline"] = o.compile_baseline;
   j["profile"] = o.profile;
   j["profile_reference"] = o.profile_reference;
+  j["keep_compile_cache"] = o.keep_compile_cache;
   if (o.until) {
     // The run's deadline as wall-clock time: a steady clock's epoch is private to each process,
     // and a request may wait for the server while another client's evaluation runs.
@@ -385,6 +386,7 @@ EvalOptions eval_options_from_json(const json& j) {
   o.compile_baseline = j.value("compile_baseline", o.compile_baseline);
   o.profile = j.value("profile", o.profile);
   o.profile_reference = j.value("profile_reference", o.profile_reference);
+  o.keep_compile_cache = j.value("keep_compile_cache", o.keep_compile_cache);
   if (const auto deadline = j.find("deadline_unix_ms"); deadline != j.end()) {
     const auto at = std::chrono::system_clock::time_point(
         std::chrono::milliseconds(deadline->get<std::int64_t>()));

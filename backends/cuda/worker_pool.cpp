@@ -16,6 +16,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cuda/compile_cache.hpp"
 #include "mblast/child.hpp"
 #include "mblast/error.hpp"
 #include "mblast/process.hpp"
@@ -208,7 +209,9 @@ ProcessSpec worker_spec(const WorkerConfig& config, const std::string& sandbox, 
               {"PYTHONUNBUFFERED", "1"},
               {"PYTHONDONTWRITEBYTECODE", "1"},
               {"TMPDIR", dir.string()},
-              {"HOME", dir.string()}};
+              {"HOME", dir.string()},
+              {"TORCHINDUCTOR_CACHE_DIR", inductor_cache_dir(worker_compile_cache(dir)).string()},
+              {"TRITON_CACHE_DIR", triton_cache_dir(worker_compile_cache(dir)).string()}};
   for (const auto& [name, value] : config.env) spec.env[name] = value;
   if (cache_fd >= 0) {
     spec.pass_fds = {cache_fd};
@@ -457,7 +460,8 @@ class PhaseClock {
 
 }  // namespace
 
-WorkerOutcome WorkerPool::call(const json& request, const CallLimits& limits) {
+WorkerOutcome WorkerPool::call(const json& request, const CallLimits& limits,
+                               const CompileCacheUse& compile_cache) {
   const auto taken = Clock::now();
   const std::unique_ptr<Worker> worker = take();
   Child& child = worker->child;
@@ -491,6 +495,11 @@ WorkerOutcome WorkerPool::call(const json& request, const CallLimits& limits) {
     return outcome;
   }
 
+  const fs::path worker_cache = worker_compile_cache(worker->dir.path());
+  if (!compile_cache.folder.empty()) {
+    outcome.compile_cache_in_bytes =
+        copy_missing_files(compile_cache.folder, worker_cache, kCompileCacheMaxBytes);
+  }
   const auto sent = Clock::now();
   PhaseClock clock(limits, sent);
   bool quiet = false;  // between this worker's "timing" and "timed"
@@ -529,6 +538,10 @@ WorkerOutcome WorkerPool::call(const json& request, const CallLimits& limits) {
     outcome.completed = true;
     outcome.response = std::move(*response);
     finish(Clock::now() + kExitGrace);
+    if (compile_cache.keep && !compile_cache.folder.empty()) {
+      outcome.compile_cache_kept_bytes =
+          copy_missing_files(worker_cache, compile_cache.folder, kCompileCacheMaxBytes);
+    }
     return outcome;
   }
   if (invalid) {

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <filesystem>
@@ -79,6 +80,16 @@ struct WorkerOutcome {
   std::string limit;               // on a timeout: which limit it was, in words
   std::optional<double> eager_ms;  // as the worker reported it when prepared
   std::string sandbox;             // "bwrap", "unshare" or "none"
+  std::uintmax_t compile_cache_in_bytes = 0;    // copied into the worker's caches before
+  std::uintmax_t compile_cache_kept_bytes = 0;  // copied back to the shared folder after
+};
+
+// A call's share of the problem's compile cache (compile_cache.hpp): `folder` is copied into the
+// worker's scratch before the request; with `keep` (a trusted candidate), what the worker added
+// is copied back after its answer. An empty folder: the worker's caches start empty.
+struct CompileCacheUse {
+  std::filesystem::path folder;
+  bool keep = false;
 };
 
 class WorkerPool {
@@ -93,7 +104,8 @@ class WorkerPool {
   // Takes a started worker (waiting for one if none is left), has a replacement started, sends
   // the request and waits at most `timeout` for the answer. A failing worker is an outcome;
   // throws mblast::Error only when no worker process can be started at all.
-  WorkerOutcome call(const nlohmann::json& request, const CallLimits& limits);
+  WorkerOutcome call(const nlohmann::json& request, const CallLimits& limits,
+                     const CompileCacheUse& compile_cache = {});
   WorkerOutcome call(const nlohmann::json& request, std::chrono::seconds timeout) {
     return call(request, CallLimits::fixed(timeout));
   }

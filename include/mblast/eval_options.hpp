@@ -22,6 +22,9 @@ struct EvalOptions : JudgeOptions {
   bool profile_reference = true;  // with profile: the reference's signature too
   std::optional<std::chrono::steady_clock::time_point> until;  // a run's --time-limit
   bool use_server = false;  // CUDA `mblast eval`: judge through the eval server where it helps
+  // The candidate is mblast's own code over the problem's (a built-in, never an LLM's): what its
+  // torch.compile caches join the problem's compile cache, which every later worker starts from.
+  bool keep_compile_cache = false;
 
   std::string target_value(const std::string& key, const std::string& fallback = {}) const {
     const auto it = target.find(key);

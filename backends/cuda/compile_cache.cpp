@@ -1,0 +1,77 @@
+#include "cuda/compile_cache.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <system_error>
+
+#include <spdlog/spdlog.h>
+
+#include "mblast/support.hpp"
+
+namespace mblast {
+
+namespace fs = std::filesystem;
+
+fs::path worker_compile_cache(const fs::path& scratch) { return scratch / "compile-cache"; }
+fs::path inductor_cache_dir(const fs::path& compile_cache) { return compile_cache / "inductor"; }
+fs::path triton_cache_dir(const fs::path& compile_cache) { return compile_cache / "triton"; }
+
+fs::path problem_compile_cache(const fs::path& cache_dir, const fs::path& problem) {
+  std::error_code ec;
+  std::string key = fs::absolute(problem, ec).string();
+  if (fs::is_regular_file(problem, ec)) {
+    std::ifstream in(problem, std::ios::binary);
+    key.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  return cache_dir / "compile" / sha256_hex(key).substr(0, 16);
+}
+
+namespace {
+
+std::uintmax_t bytes_below(const fs::path& folder) {
+  std::uintmax_t total = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_regular_file(ec)) total += it->file_size(ec);
+  }
+  return total;
+}
+
+bool copy_one(const fs::path& source, const fs::path& target) {
+  std::error_code ec;
+  fs::create_directories(target.parent_path(), ec);
+  const fs::path staging =
+      target.string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(::gettid());
+  if (!fs::copy_file(source, staging, fs::copy_options::overwrite_existing, ec)) return false;
+  fs::rename(staging, target, ec);
+  if (ec) fs::remove(staging, ec);
+  return !ec;
+}
+
+}  // namespace
+
+std::uintmax_t copy_missing_files(const fs::path& from, const fs::path& to,
+                                  std::uintmax_t max_bytes) {
+  std::error_code ec;
+  if (!fs::is_directory(from, ec)) return 0;
+  std::uintmax_t size = bytes_below(to);
+  std::uintmax_t copied = 0;
+  for (fs::recursive_directory_iterator it(from, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code file_ec;
+    if (!it->is_regular_file(file_ec) || it->is_symlink(file_ec)) continue;
+    const fs::path target = to / fs::relative(it->path(), from, file_ec);
+    if (file_ec || fs::exists(target, file_ec)) continue;
+    const std::uintmax_t bytes = it->file_size(file_ec);
+    if (file_ec || size + bytes > max_bytes) continue;
+    if (copy_one(it->path(), target)) {
+      size += bytes;
+      copied += bytes;
+    }
+  }
+  if (ec) spdlog::debug("compile cache: copying {} stopped: {}", from.string(), ec.message());
+  return copied;
+}
+
+}  // namespace mblast

@@ -1,0 +1,35 @@
+#pragma once
+// Inductor's and Triton's caches, shared between the workers of one problem (issue 21, item 4).
+//
+// Every worker starts in an empty scratch folder, so every torch.compile in a candidate compiled
+// from nothing. The driver keeps one folder per problem; before a request it copies that folder
+// into the worker's scratch (a private copy: what a candidate writes there reaches no one), and
+// after a trusted candidate's request (a built-in of mblast over the problem's own code, never
+// code an LLM wrote) it copies what that worker added back. Both caches are keyed by content
+// (the graph, the kernel source, the versions), so a hit is the same artifact compiled again.
+#include <cstdint>
+#include <filesystem>
+
+namespace mblast {
+
+// The worker's caches, below its scratch folder: TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR.
+std::filesystem::path worker_compile_cache(const std::filesystem::path& scratch);
+std::filesystem::path inductor_cache_dir(const std::filesystem::path& compile_cache);
+std::filesystem::path triton_cache_dir(const std::filesystem::path& compile_cache);
+
+// The shared folder of `problem` (a file, or a SOL problem folder) under mblast's cache.
+std::filesystem::path problem_compile_cache(const std::filesystem::path& cache_dir,
+                                            const std::filesystem::path& problem);
+
+// Copies the regular files of `from` that `to` lacks, each written under a temporary name and
+// renamed, so that concurrent readers never see half a file. Links and other special files are
+// skipped. Stops adding once `to` would exceed `max_bytes`. Returns the bytes copied; never throws
+// (a cache that cannot be filled only costs compile time).
+std::uintmax_t copy_missing_files(const std::filesystem::path& from,
+                                  const std::filesystem::path& to, std::uintmax_t max_bytes);
+
+// A problem's shared folder grows to this at most (Triton's and Inductor's artifacts of a large
+// level-3 model are a few MB).
+inline constexpr std::uintmax_t kCompileCacheMaxBytes = 512ull << 20;
+
+}  // namespace mblast
