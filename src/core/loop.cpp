@@ -369,6 +369,9 @@ void Loop::leave_calibration_out_of_the_time_limit() {
   if (!calibration || *calibration <= 0 || !options_.time_limit_minutes) return;
   uncounted_seconds_ = *calibration;
   set_time_limit_deadline();
+  // A resumed run reads the reference's stored result: the calibration was its first run's, whose
+  // seconds it carries on with, and that run said so already.
+  if (judge_.evaluations_run() == 0) return;
   note(fmt::format(
       "the device's ceilings were measured for the first time on this machine ({:.1f} s, cached "
       "for later runs): not counted in the time limit",
