@@ -1,13 +1,11 @@
 #include "cuda/compile_cache.hpp"
 
-#include <unistd.h>
-
-#include <fstream>
 #include <string>
 #include <system_error>
 
 #include <spdlog/spdlog.h>
 
+#include "mblast/files.hpp"
 #include "mblast/support.hpp"
 
 namespace mblast {
@@ -21,10 +19,7 @@ fs::path triton_cache_dir(const fs::path& compile_cache) { return compile_cache 
 fs::path problem_compile_cache(const fs::path& cache_dir, const fs::path& problem) {
   std::error_code ec;
   std::string key = fs::absolute(problem, ec).string();
-  if (fs::is_regular_file(problem, ec)) {
-    std::ifstream in(problem, std::ios::binary);
-    key.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  if (fs::is_regular_file(problem, ec)) key = read_file(problem).value_or(key);
   return cache_dir / "compile" / sha256_hex(key).substr(0, 16);
 }
 
@@ -37,17 +32,6 @@ std::uintmax_t bytes_below(const fs::path& folder) {
     if (it->is_regular_file(ec)) total += it->file_size(ec);
   }
   return total;
-}
-
-bool copy_one(const fs::path& source, const fs::path& target) {
-  std::error_code ec;
-  fs::create_directories(target.parent_path(), ec);
-  const fs::path staging =
-      target.string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(::gettid());
-  if (!fs::copy_file(source, staging, fs::copy_options::overwrite_existing, ec)) return false;
-  fs::rename(staging, target, ec);
-  if (ec) fs::remove(staging, ec);
-  return !ec;
 }
 
 }  // namespace
@@ -65,10 +49,9 @@ std::uintmax_t copy_missing_files(const fs::path& from, const fs::path& to,
     if (file_ec || fs::exists(target, file_ec)) continue;
     const std::uintmax_t bytes = it->file_size(file_ec);
     if (file_ec || size + bytes > max_bytes) continue;
-    if (copy_one(it->path(), target)) {
-      size += bytes;
-      copied += bytes;
-    }
+    if (copy_file_atomically(it->path(), target)) continue;  // an error: left out
+    size += bytes;
+    copied += bytes;
   }
   if (ec) spdlog::debug("compile cache: copying {} stopped: {}", from.string(), ec.message());
   return copied;

@@ -4,8 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <exception>
-#include <fstream>
-#include <iterator>
 #include <set>
 #include <utility>
 
@@ -16,6 +14,7 @@
 #include "cuda/eval_server.hpp"
 #include "cuda/worker_pool.hpp"
 #include "mblast/error.hpp"
+#include "mblast/files.hpp"
 #include "mblast/probe.hpp"
 #include "mblast/process.hpp"
 #include "mblast/python.hpp"
@@ -146,8 +145,7 @@ class CudaBackend final : public Backend {
   bool via_server() const { return options_.use_server && eval_server_wanted(options_); }
 
   static std::string text_key(const fs::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    return sha256_hex(std::string(std::istreambuf_iterator<char>(in), {}));
+    return sha256_hex(read_file(file).value_or(""));
   }
 
   // Started on first use, so that `mblast eval` through the eval server starts none here.

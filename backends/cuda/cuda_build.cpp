@@ -7,16 +7,15 @@
 #include <cctype>
 #include <cstdlib>
 #include <exception>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <random>
 #include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "mblast/error.hpp"
+#include "mblast/files.hpp"
 #include "mblast/process.hpp"
 #include "mblast/support.hpp"
 
@@ -129,35 +128,11 @@ std::string key_for(const std::string& text, const std::vector<std::string>& fla
   return sha256_hex(material);
 }
 
-// A suffix no other writer (thread or process) uses at the same time.
-std::string unique_suffix() {
-  static std::atomic<unsigned> counter{0};
-  static const unsigned salt = std::random_device{}();
-  std::ostringstream out;
-  out << ::getpid() << '-' << std::hex << salt << '-' << counter.fetch_add(1);
-  return out.str();
-}
-
+// The file written whole or not at all (a reader never sees it half-written).
 void write_atomic(const fs::path& path, const std::string& data) {
-  const fs::path tmp = path.string() + ".tmp-" + unique_suffix();
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!out) {
-      throw job_error("cannot write " + tmp.string(), "check free space and permissions");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
+  if (write_file_atomically(path, data)) {
     throw job_error("cannot create " + path.string(), "check free space and permissions");
   }
-}
-
-std::string read_if_exists(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -257,7 +232,7 @@ CudaBuildResult build_cuda_source(const std::string& source, const CudaBuildOpti
     result.artifact = dir / (result.key + ".so");
     if (!fs::is_regular_file(result.artifact)) return false;
     result.ok = result.cached = true;
-    result.log = read_if_exists(dir / (result.key + ".log"));
+    result.log = read_file(dir / (result.key + ".log")).value_or("");
     result.seconds = seconds_since(start);
     return true;
   };
@@ -281,7 +256,7 @@ CudaBuildResult build_cuda_source(const std::string& source, const CudaBuildOpti
   }
   const fs::path source_path = dir / (result.key + ".cu");
   write_atomic(source_path, text);
-  const fs::path tmp = dir / (result.key + ".tmp-" + unique_suffix() + ".so");
+  const fs::path tmp = temporary_sibling(dir / result.key).string() + ".so";
 
   ProcessSpec spec;
   spec.argv.push_back(nvcc->string());

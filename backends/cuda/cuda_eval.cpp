@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -17,6 +16,7 @@
 #include "cuda/cuda_eval.hpp"
 #include "cuda/worker_pool.hpp"
 #include "mblast/error.hpp"
+#include "mblast/files.hpp"
 #include "mblast/process.hpp"
 #include "mblast/python.hpp"
 #include "mblast/speed_of_light.hpp"
@@ -30,15 +30,13 @@ bool is_cuda_device(const std::string& device) { return device.rfind("cuda", 0) 
 
 namespace {
 
-std::string read_file(const fs::path& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+std::string read_input_file(const fs::path& path, const char* what) {
+  std::optional<std::string> text = read_file(path);
+  if (!text) {
     throw input_error("cannot read " + std::string(what) + " " + path.string(),
                       "check that the file exists and is readable");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return *std::move(text);
 }
 
 // Every field of the §8 object present, so that scripts can rely on them.
@@ -175,14 +173,18 @@ nlohmann::json device_ceilings(const EvalOptions& options, const fs::path& cache
       {"measured_at", utc_now()}};
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
-  std::ofstream(path) << ceilings.dump(2) << "\n";
+  // Runs of a batch share the cache: a reader sees the old file or the whole new one.
+  if (const std::error_code failed = write_file_atomically(path, ceilings.dump(2) + "\n")) {
+    spdlog::warn("could not cache the device's ceilings in {}: {}", path.string(),
+                 failed.message());
+  }
   return ceilings;
 }
 
 }  // namespace
 
 void export_kernelbench(const fs::path& candidate, const fs::path& out, const fs::path& python) {
-  const std::string text = read_file(candidate, "candidate");
+  const std::string text = read_input_file(candidate, "candidate");
   std::string exported = text;
   if (text.find("mblast_cuda") != std::string::npos) {
     ProcessSpec spec;
@@ -196,21 +198,7 @@ void export_kernelbench(const fs::path& candidate, const fs::path& out, const fs
     }
     exported = result.out;
   }
-  // Beside the output, renamed at the end: a failed write leaves no torn export.
-  const fs::path partial = out.string() + ".partial";
-  {
-    std::ofstream file(partial, std::ios::binary | std::ios::trunc);
-    file << exported;
-    if (!file) {
-      std::error_code ec;
-      fs::remove(partial, ec);
-      throw input_error("cannot write " + out.string(), "check the folder is writable");
-    }
-  }
-  std::error_code ec;
-  fs::rename(partial, out, ec);
-  if (ec) {
-    fs::remove(partial, ec);
+  if (const std::error_code ec = write_file_atomically(out, exported)) {
     throw input_error("cannot write " + out.string() + ": " + ec.message(),
                       "give a file path in a writable folder");
   }
@@ -392,10 +380,10 @@ std::vector<nlohmann::json> evaluate_all(const EvalOptions& options,
                                          WorkerPool& workers, bool keep_prestarted) {
   std::vector<Pending> pending;
   for (const auto& candidate : candidates) {
-    pending.push_back(
-        {candidate, read_file(candidate, "candidate"), empty_result(options, candidate), 0.0});
+    pending.push_back({candidate, read_input_file(candidate, "candidate"),
+                       empty_result(options, candidate), 0.0});
   }
-  read_file(options.problem, "problem");
+  read_input_file(options.problem, "problem");
   if (options.seeds < 1) throw input_error("--seeds must be at least 1");
   const fs::path cache_dir = resolved_cache_dir(options);
 
@@ -427,7 +415,7 @@ nlohmann::json evaluate(const EvalOptions& options, WorkerPool& workers) {
 Artifact build_artifact(const EvalOptions& options, const fs::path& candidate) {
   std::vector<Pending> pending;
   pending.push_back(
-      {candidate, read_file(candidate, "candidate"), empty_result(options, candidate), 0.0});
+      {candidate, read_input_file(candidate, "candidate"), empty_result(options, candidate), 0.0});
   if (options.backend == "cuda" && is_cuda_device(options.device)) {
     build_cuda(pending, resolved_cache_dir(options) / "cuda");
   }
@@ -443,7 +431,7 @@ Artifact build_artifact(const EvalOptions& options, const fs::path& candidate) {
 
 nlohmann::json evaluate_artifact(const EvalOptions& options, const Artifact& artifact,
                                  WorkerPool& workers) {
-  read_file(options.problem, "problem");
+  read_input_file(options.problem, "problem");
   Pending item{
       artifact.candidate, {}, empty_result(options, artifact.candidate), artifact.build_seconds};
   item.result["builds"] = artifact.builds;

@@ -1,10 +1,9 @@
 #include "core/optimize_support.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "mblast/error.hpp"
+#include "mblast/files.hpp"
 #include "mblast/sol_problem.hpp"
 
 namespace mblast::optimize_detail {
@@ -236,13 +235,12 @@ std::vector<StateEvidence> state_evidence(const Classification& classification) 
 }
 
 std::string read_text_file(const fs::path& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  std::optional<std::string> text = read_file(path);
+  if (!text) {
     throw input_error(std::string("cannot read the ") + what + " " + path.string(),
                       "check the path");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  }
+  return *std::move(text);
 }
 
 std::string candidate_hash(const fs::path& file) {

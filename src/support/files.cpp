@@ -1,0 +1,75 @@
+#include "mblast/files.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace mblast {
+
+namespace fs = std::filesystem;
+
+std::optional<std::string> read_file(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return std::nullopt;  // which an ifstream opens, reading nothing
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return std::move(text).str();
+}
+
+fs::path temporary_sibling(const fs::path& path) {
+  static std::atomic<unsigned long> count{0};
+  static const unsigned salt = std::random_device{}();
+  std::ostringstream suffix;
+  suffix << ".tmp-" << ::getpid() << '-' << std::hex << salt << '-' << count.fetch_add(1);
+  return path.string() + suffix.str();
+}
+
+namespace {
+
+// Renames `staging` over `target`, or removes it when that fails.
+std::error_code move_into_place(const fs::path& staging, const fs::path& target) {
+  std::error_code ec;
+  fs::rename(staging, target, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(staging, ignored);
+  }
+  return ec;
+}
+
+}  // namespace
+
+std::error_code write_file_atomically(const fs::path& path, std::string_view data) {
+  const fs::path staging = temporary_sibling(path);
+  {
+    std::ofstream out(staging, std::ios::binary | std::ios::trunc);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!out) {
+      std::error_code ignored;
+      fs::remove(staging, ignored);
+      return std::make_error_code(std::errc::io_error);
+    }
+  }
+  return move_into_place(staging, path);
+}
+
+std::error_code copy_file_atomically(const fs::path& source, const fs::path& target) {
+  std::error_code ec;
+  fs::create_directories(target.parent_path(), ec);
+  if (ec) return ec;
+  const fs::path staging = temporary_sibling(target);
+  if (!fs::copy_file(source, staging, fs::copy_options::overwrite_existing, ec)) {
+    std::error_code ignored;
+    fs::remove(staging, ignored);
+    return ec ? ec : std::make_error_code(std::errc::io_error);
+  }
+  return move_into_place(staging, target);
+}
+
+}  // namespace mblast
