@@ -65,7 +65,19 @@ TEST(CompileCache, OneFolderPerProblemText) {
   const fs::path cache = dir / "cache";
   EXPECT_EQ(problem_compile_cache(cache, dir / "a.py"), problem_compile_cache(cache, dir / "b.py"));
   EXPECT_NE(problem_compile_cache(cache, dir / "a.py"), problem_compile_cache(cache, dir / "c.py"));
-  EXPECT_EQ(problem_compile_cache(cache, dir / "a.py").parent_path(), cache / "compile");
+  // "v2": folders from before the workers saw their caches at one path are not read.
+  EXPECT_EQ(problem_compile_cache(cache, dir / "a.py").parent_path(), cache / "compile" / "v2");
+}
+
+TEST(CompileCache, TheMountPointIsAnEmptyFolderOfThisUserAndNeverALink) {
+  testing::TempDir dir;
+  EXPECT_TRUE(prepare_compile_cache_mount_point(dir / "fresh"));
+  EXPECT_TRUE(fs::is_directory(dir / "fresh"));
+  fs::create_directory_symlink(dir / "fresh", dir / "link");
+  EXPECT_FALSE(prepare_compile_cache_mount_point(dir / "link"));
+  write_text(dir / "file", "x");
+  EXPECT_FALSE(prepare_compile_cache_mount_point(dir / "file"));
+  EXPECT_EQ(compile_cache_mount_point().parent_path(), fs::temp_directory_path());
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cuda/compile_cache.hpp"
 #include "mblast/error.hpp"
 #include "test_support.hpp"
 
@@ -266,8 +267,12 @@ TEST(WorkerTest, RunsInAFreshDirectoryWithoutSecrets) {
   EXPECT_EQ(cwd.parent_path(), fs::canonical(scratch.path()));
   EXPECT_EQ(env.value("TMPDIR", ""), cwd.string());
   EXPECT_EQ(env.value("HOME", ""), cwd.string());
-  EXPECT_EQ(fs::path(env.value("TORCHINDUCTOR_CACHE_DIR", "")).parent_path().parent_path(), cwd);
-  EXPECT_EQ(fs::path(env.value("TRITON_CACHE_DIR", "")).parent_path().parent_path(), cwd);
+  // The compile caches: mounted at one path for every worker where the pool shares them (bwrap),
+  // else below the worker's own folder.
+  const fs::path caches =
+      pool.shares_compile_cache() ? compile_cache_mount_point() : cwd / "compile-cache";
+  EXPECT_EQ(env.value("TORCHINDUCTOR_CACHE_DIR", ""), (caches / "inductor").string());
+  EXPECT_EQ(env.value("TRITON_CACHE_DIR", ""), (caches / "triton").string());
   EXPECT_FALSE(fs::exists(cwd));
   EXPECT_TRUE(is_empty_dir(scratch.path()));
 }
@@ -284,6 +289,15 @@ TEST(WorkerTest, StartsFromTheCompileCacheAndKeepsOnlyATrustedCandidatesAddition
   testing::TempDir shared;
   write_text(shared / "triton" / "k1" / "kernel.cubin", "from an earlier built-in");
   WorkerPool pool(fake_config(scratch.path()), 0);
+  if (!pool.shares_compile_cache()) {
+    const WorkerOutcome alone = pool.call({{"op", "compile_cache"}, {"write", "k2/kernel.cubin"}},
+                                          CallLimits::fixed(seconds(30)), {shared.path(), true});
+    ASSERT_TRUE(alone.completed) << alone.failure << alone.stderr_tail;
+    EXPECT_EQ(alone.response["seen"], json::array());
+    EXPECT_EQ(alone.compile_cache_in_bytes + alone.compile_cache_kept_bytes, 0u);
+    EXPECT_FALSE(fs::exists(shared / "triton" / "k2"));
+    GTEST_SKIP() << "sandbox " << pool.sandbox() << ": compile caches are not shared";
+  }
 
   const WorkerOutcome untrusted = pool.call({{"op", "compile_cache"}, {"write", "k2/kernel.cubin"}},
                                             CallLimits::fixed(seconds(30)), {shared.path(), false});
@@ -299,6 +313,13 @@ TEST(WorkerTest, StartsFromTheCompileCacheAndKeepsOnlyATrustedCandidatesAddition
   EXPECT_TRUE(fs::exists(shared / "triton" / "k3" / "kernel.cubin"));
   EXPECT_EQ(trusted.compile_cache_kept_bytes, 8u);  // "compiled"; the copied-in file was there
   EXPECT_EQ(std::ifstream(shared / "triton" / "k1" / "kernel.cubin").get(), 'f');  // kept as it was
+
+  // Inductor's entries name files by absolute path: every worker sees its copy at one path, and
+  // what it writes there stays in its own scratch folder, never in the mount point on the host.
+  const fs::path at = compile_cache_mount_point();
+  EXPECT_EQ(untrusted.response["inductor_dir"], (at / "inductor").string());
+  EXPECT_EQ(trusted.response["inductor_dir"], (at / "inductor").string());
+  EXPECT_TRUE(is_empty_dir(at));
 
   const WorkerOutcome without = pool.call({{"op", "compile_cache"}, {"write", "k4/kernel.cubin"}},
                                           CallLimits::fixed(seconds(30)));

@@ -1,5 +1,8 @@
 #include "cuda/compile_cache.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <string>
 #include <system_error>
 
@@ -16,11 +19,32 @@ fs::path worker_compile_cache(const fs::path& scratch) { return scratch / "compi
 fs::path inductor_cache_dir(const fs::path& compile_cache) { return compile_cache / "inductor"; }
 fs::path triton_cache_dir(const fs::path& compile_cache) { return compile_cache / "triton"; }
 
+fs::path compile_cache_mount_point() {
+  std::error_code ec;
+  fs::path temp = fs::temp_directory_path(ec);
+  if (ec) temp = "/tmp";
+  return temp / ("mblast-compile-cache-" + std::to_string(::getuid()));
+}
+
+bool prepare_compile_cache_mount_point(const fs::path& mount_point) {
+  std::error_code ec;
+  fs::create_directories(mount_point, ec);
+  struct stat info {};
+  const bool ours = ::lstat(mount_point.c_str(), &info) == 0 && S_ISDIR(info.st_mode) &&
+                    info.st_uid == ::getuid();
+  if (!ours) {
+    spdlog::warn("{} is not a folder of this user: workers' compile caches start empty",
+                 mount_point.string());
+  }
+  return ours;
+}
+
 fs::path problem_compile_cache(const fs::path& cache_dir, const fs::path& problem) {
   std::error_code ec;
   std::string key = fs::absolute(problem, ec).string();
   if (fs::is_regular_file(problem, ec)) key = read_file(problem).value_or(key);
-  return cache_dir / "compile" / sha256_hex(key).substr(0, 16);
+  // "v2": entries made before workers saw their caches at one path name other workers' folders.
+  return cache_dir / "compile" / "v2" / sha256_hex(key).substr(0, 16);
 }
 
 namespace {

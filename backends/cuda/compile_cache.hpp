@@ -7,6 +7,12 @@
 // after a trusted candidate's request (a built-in of mblast over the problem's own code, never
 // code an LLM wrote) it copies what that worker added back. Both caches are keyed by content
 // (the graph, the kernel source, the versions), so a hit is the same artifact compiled again.
+//
+// Their entries hold absolute paths into the cache that made them (Inductor's generated code
+// names the files where its kernels' autotuning results go), so a copy only works where every
+// worker sees its cache at one path: in the bwrap sandbox, each worker's copy is mounted at
+// compile_cache_mount_point. Without bwrap a worker's caches start empty and nothing is shared
+// (a kernel would write into a folder of a worker long gone).
 #include <cstdint>
 #include <filesystem>
 
@@ -16,6 +22,14 @@ namespace mblast {
 std::filesystem::path worker_compile_cache(const std::filesystem::path& scratch);
 std::filesystem::path inductor_cache_dir(const std::filesystem::path& compile_cache);
 std::filesystem::path triton_cache_dir(const std::filesystem::path& compile_cache);
+
+// Where every sandboxed worker sees its own copy of the caches: an empty folder in the system's
+// temporary folder, one per user, never written on the host (bwrap mounts each worker's copy over
+// it, in the worker's own mount namespace).
+std::filesystem::path compile_cache_mount_point();
+// Creates the mount point if missing; false (and why, in the log) when it is not a folder of
+// ours, so that a link someone else put there is never mounted over.
+bool prepare_compile_cache_mount_point(const std::filesystem::path& mount_point);
 
 // The shared folder of `problem` (a file, or a SOL problem folder) under mblast's cache.
 std::filesystem::path problem_compile_cache(const std::filesystem::path& cache_dir,

@@ -52,12 +52,20 @@ const std::vector<std::string> kBwrap = {"bwrap",
                                          "/dev/shm"};
 const std::vector<std::string> kUnshare = {"unshare", "-n", "--"};
 
-std::vector<std::string> bwrap_prefix(const WorkerConfig& config, const fs::path& scratch) {
+// `compile_cache_at`: where the worker sees its compile caches (compile_cache.hpp); empty: below
+// its scratch folder, where they are.
+std::vector<std::string> bwrap_prefix(const WorkerConfig& config, const fs::path& scratch,
+                                      const fs::path& compile_cache_at) {
   std::vector<std::string> argv = kBwrap;
   for (const auto& path : config.hidden) argv.insert(argv.end(), {"--tmpfs", path.string()});
   if (!config.problem_cache.empty())
     argv.insert(argv.end(), {"--tmpfs", config.problem_cache.string()});
-  argv.insert(argv.end(), {"--bind", scratch.string(), scratch.string(), "--"});
+  argv.insert(argv.end(), {"--bind", scratch.string(), scratch.string()});
+  if (!compile_cache_at.empty()) {
+    argv.insert(argv.end(),
+                {"--bind", worker_compile_cache(scratch).string(), compile_cache_at.string()});
+  }
+  argv.push_back("--");
   return argv;
 }
 
@@ -197,9 +205,11 @@ class ScratchDir {
 };
 
 ProcessSpec worker_spec(const WorkerConfig& config, const std::string& sandbox, const fs::path& dir,
-                        int cache_fd) {
+                        int cache_fd, const fs::path& compile_cache_at) {
   ProcessSpec spec;
-  if (sandbox == "bwrap") spec.argv = bwrap_prefix(config, dir);
+  if (sandbox == "bwrap") spec.argv = bwrap_prefix(config, dir, compile_cache_at);
+  const fs::path compile_cache =
+      compile_cache_at.empty() ? worker_compile_cache(dir) : compile_cache_at;
   if (sandbox == "unshare") spec.argv = kUnshare;
   spec.argv.insert(spec.argv.end(), {config.python.string(), "-m", "mblast_worker", "serve"});
   spec.cwd = dir;
@@ -210,8 +220,8 @@ ProcessSpec worker_spec(const WorkerConfig& config, const std::string& sandbox, 
               {"PYTHONDONTWRITEBYTECODE", "1"},
               {"TMPDIR", dir.string()},
               {"HOME", dir.string()},
-              {"TORCHINDUCTOR_CACHE_DIR", inductor_cache_dir(worker_compile_cache(dir)).string()},
-              {"TRITON_CACHE_DIR", triton_cache_dir(worker_compile_cache(dir)).string()}};
+              {"TORCHINDUCTOR_CACHE_DIR", inductor_cache_dir(compile_cache).string()},
+              {"TRITON_CACHE_DIR", triton_cache_dir(compile_cache).string()}};
   for (const auto& [name, value] : config.env) spec.env[name] = value;
   if (cache_fd >= 0) {
     spec.pass_fds = {cache_fd};
@@ -253,9 +263,30 @@ int open_problem_cache(const fs::path& path) {
   return fd;
 }
 
+namespace {
+
+// The scratch folder, with the folder of its compile caches made (the sandbox mounts it).
+const fs::path& with_compile_cache_folder(const fs::path& scratch) {
+  std::error_code ec;
+  fs::create_directories(worker_compile_cache(scratch), ec);
+  return scratch;
+}
+
+// The mount point of the workers' compile caches, or empty where they cannot share them.
+fs::path shared_compile_cache_at(const std::string& sandbox) {
+  if (sandbox != "bwrap") return {};
+  fs::path at = compile_cache_mount_point();
+  return prepare_compile_cache_mount_point(at) ? at : fs::path();
+}
+
+}  // namespace
+
 struct WorkerPool::Worker {
-  Worker(const WorkerConfig& config, const std::string& sandbox, int cache_fd)
-      : dir(config.scratch_root), child(worker_spec(config, sandbox, dir.path(), cache_fd)) {}
+  Worker(const WorkerConfig& config, const std::string& sandbox, int cache_fd,
+         const fs::path& compile_cache_at)
+      : dir(config.scratch_root),
+        child(worker_spec(config, sandbox, with_compile_cache_folder(dir.path()), cache_fd,
+                          compile_cache_at)) {}
 
   // Declared in this order so that the process group is gone before its directory is removed.
   ScratchDir dir;
@@ -281,7 +312,8 @@ WorkerPool::WorkerPool(WorkerConfig config, std::size_t prestarted)
     : config_(resolved(std::move(config))),
       prestarted_(prestarted),
       sandbox_(config_.isolate_network ? detect_sandbox() : "none"),
-      cache_fd_(open_problem_cache(config_.problem_cache)) {
+      cache_fd_(open_problem_cache(config_.problem_cache)),
+      compile_cache_at_(shared_compile_cache_at(sandbox_)) {
   want_more();
   for (std::size_t i = 0; i < kStarterThreads; ++i)
     starters_.emplace_back([this] { starter_loop(); });
@@ -313,7 +345,7 @@ void WorkerPool::want_more() {
 }
 
 std::unique_ptr<WorkerPool::Worker> WorkerPool::start_worker() const {
-  return std::make_unique<Worker>(config_, sandbox_, cache_fd_);
+  return std::make_unique<Worker>(config_, sandbox_, cache_fd_, compile_cache_at_);
 }
 
 void WorkerPool::starter_loop() {
@@ -496,7 +528,8 @@ WorkerOutcome WorkerPool::call(const json& request, const CallLimits& limits,
   }
 
   const fs::path worker_cache = worker_compile_cache(worker->dir.path());
-  if (!compile_cache.folder.empty()) {
+  const bool share = !compile_cache.folder.empty() && shares_compile_cache();
+  if (share) {
     outcome.compile_cache_in_bytes =
         copy_missing_files(compile_cache.folder, worker_cache, kCompileCacheMaxBytes);
   }
@@ -538,7 +571,7 @@ WorkerOutcome WorkerPool::call(const json& request, const CallLimits& limits,
     outcome.completed = true;
     outcome.response = std::move(*response);
     finish(Clock::now() + kExitGrace);
-    if (compile_cache.keep && !compile_cache.folder.empty()) {
+    if (share && compile_cache.keep) {
       outcome.compile_cache_kept_bytes =
           copy_missing_files(worker_cache, compile_cache.folder, kCompileCacheMaxBytes);
     }

@@ -86,7 +86,8 @@ struct WorkerOutcome {
 
 // A call's share of the problem's compile cache (compile_cache.hpp): `folder` is copied into the
 // worker's scratch before the request; with `keep` (a trusted candidate), what the worker added
-// is copied back after its answer. An empty folder: the worker's caches start empty.
+// is copied back after its answer. An empty folder, or a pool that does not share compile caches
+// (shares_compile_cache): the worker's caches start empty.
 struct CompileCacheUse {
   std::filesystem::path folder;
   bool keep = false;
@@ -124,6 +125,9 @@ class WorkerPool {
   // True when candidate code sees a read-only file system (bwrap); false under `unshare -n` or
   // no sandbox, where it can write wherever the user can.
   bool read_only_filesystem() const { return sandbox_ == "bwrap"; }
+  // True where workers start from a copy of the problem's compile cache (compile_cache.hpp): under
+  // bwrap, which shows every worker its copy at one path.
+  bool shares_compile_cache() const { return !compile_cache_at_.empty(); }
 
  private:
   struct Worker;
@@ -148,6 +152,8 @@ class WorkerPool {
   std::size_t growth_limit_ = 0;  // guarded by mutex_
   std::string sandbox_;
   int cache_fd_ = -1;  // config_.problem_cache, open for the pool's lifetime
+  // Where workers see their compile caches; empty: they do not share them.
+  std::filesystem::path compile_cache_at_;
 
   std::mutex mutex_;
   std::condition_variable changed_;
