@@ -282,6 +282,75 @@ TEST(ReportCli, StatesShowWhereTheStepsWereClassifiedWithTheirEvidence) {
   EXPECT_EQ(report["first_choice"], (nlohmann::json{{"runs", 1}, {"won", 1}}));
 }
 
+TEST(ReportCli, FailedStepsAreGroupedByTheirCauseWithoutEachRunsDetails) {
+  const TempDir dir;
+  const fs::path batch = dir / "batch";
+  const std::vector<std::string> errors[] = {
+      {"/runs/a/candidates/s002-torch_compile.py: forward raised OSError: [Errno 30] Read-only "
+       "file system: '/tmp/mblast-worker-SHcS8M'",
+       "seed 1: output 0 differs at index [8, 10]: candidate 0.17, reference 0.18 (tolerance "
+       "atol 0.00272 + rtol 0.00272*|ref|) [flags: precision_drop]"},
+      {"/runs/b/candidates/s004-cuda_graph.py: forward raised OSError: [Errno 30] Read-only file "
+       "system: '/tmp/mblast-worker-QYwqaA'"}};
+  int run_number = 0;
+  for (const auto& run_errors : errors) {
+    const fs::path run = batch / "runs" / ("p" + std::to_string(++run_number));
+    fs::create_directories(run.parent_path());
+    fs::copy(kFixtures / "run_relu", run, fs::copy_options::recursive);
+    auto summary = nlohmann::json::parse(std::ifstream(run / "run.json"));
+    summary["problem"] = "/kb/level1/" + std::to_string(run_number) + "_P.py";
+    summary["run_id"] = "run-" + std::to_string(run_number);
+    std::ofstream(run / "run.json", std::ios::trunc) << summary.dump();
+    std::ofstream steps(run / "steps.jsonl", std::ios::trunc);
+    int step = 0;
+    steps << nlohmann::json{{"global_step", ++step},
+                            {"outcome", "correct"},
+                            {"technique", "cuda/builtin-torch-compile"}}
+                 .dump()
+          << "\n";
+    for (const auto& error : run_errors) {
+      const bool wrong = error.rfind("seed", 0) == 0;
+      steps << nlohmann::json{{"global_step", ++step},
+                              {"outcome", wrong ? "incorrect" : "runtime_error"},
+                              {"technique", wrong ? "cuda/builtin-channels-last"
+                                                  : "cuda/builtin-torch-compile-max-autotune"},
+                              {"error", error}}
+                   .dump()
+            << "\n";
+    }
+  }
+
+  auto markdown = run_mblast({"report", batch.string()});
+  ASSERT_EQ(markdown.exit_code, 0) << markdown.err;
+  EXPECT_NE(markdown.out.find("## Failed steps, by cause"), std::string::npos) << markdown.out;
+  EXPECT_NE(markdown.out.find("| runtime_error | forward raised OSError: [Errno N] Read-only file "
+                              "system: 'PATH' | 2 | 1_P, 2_P | "
+                              "cuda/builtin-torch-compile-max-autotune |"),
+            std::string::npos)
+      << markdown.out;
+  EXPECT_NE(markdown.out.find("| incorrect | an output differs from the reference [flags: "
+                              "precision_drop] | 1 | 1_P | cuda/builtin-channels-last |"),
+            std::string::npos)
+      << markdown.out;
+
+  auto json = run_mblast({"report", batch.string(), "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto report = nlohmann::json::parse(json.out);
+  ASSERT_EQ(report["failure_causes"].size(), 2u) << report["failure_causes"].dump();
+  EXPECT_EQ(report["failure_causes"][0]["steps"], 2);
+  EXPECT_EQ(report["failure_causes"][0]["problems"], nlohmann::json({"1_P", "2_P"}));
+  const auto& failures = report["rows"][0]["failures"];
+  ASSERT_EQ(failures.size(), 2u) << failures.dump();
+  EXPECT_EQ(failures[0]["step"], 2);
+  EXPECT_EQ(failures[0]["error"], errors[0][0]);  // the judge's own words stay in the row
+}
+
+TEST(ReportCli, ARunWithoutFailedStepsHasNoFailureSection) {
+  auto markdown = run_mblast({"report", (kFixtures / "run_native").string()});
+  ASSERT_EQ(markdown.exit_code, 0) << markdown.err;
+  EXPECT_EQ(markdown.out.find("## Failed steps"), std::string::npos) << markdown.out;
+}
+
 TEST(ReportCli, AgainstAnotherBatchShowsBothSidesInEveryRendering) {
   TempDir dir;
   const auto batch = (kFixtures / "batch").string();

@@ -182,3 +182,22 @@ TEST(ReportMetrics, TheSolScoreMedianIsOverTheCorrectProblemsWithAScore) {
 
 }  // namespace
 }  // namespace mblast
+
+namespace mblast::report {
+namespace {
+
+TEST(ReportFailures, ACauseLeavesOutPathsNumbersAndWhereAnOutputDiffered) {
+  EXPECT_EQ(failure_cause("/r/candidates/s001-x.py: forward raised RuntimeError: CUDA out of "
+                          "memory. Tried to allocate 2.50 GiB (GPU 0; 79.1 GiB total)"),
+            "forward raised RuntimeError: CUDA out of memory. Tried to allocate N GiB (GPU N; N GiB "
+            "total)");
+  EXPECT_EQ(failure_cause("seed 3: output 1 differs at index [4, 2]: candidate 1.5, reference 2"),
+            "an output differs from the reference");
+  EXPECT_EQ(failure_cause("nvcc failed: /tmp/x/k.cu(12): error: identifier undefined\nmore"),
+            "nvcc failed: PATH(N): error: identifier undefined");
+  EXPECT_EQ(failure_cause(""), "no error text");
+  EXPECT_EQ(failure_cause(std::string(500, 'x')).size(), 160u);
+}
+
+}  // namespace
+}  // namespace mblast::report

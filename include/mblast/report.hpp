@@ -30,6 +30,14 @@ struct StateVisit {
   std::string ncu_evidence;
 };
 
+// A step whose final candidate failed (steps.jsonl: outcome other than correct or skipped).
+struct FailedStep {
+  std::int64_t step = 0;
+  std::string technique;
+  std::string outcome;  // "incorrect", "runtime_error", ...
+  std::string error;    // the judge's first line
+};
+
 struct ProblemRow {
   std::string name;               // the batch's name for it (file stem), or the run's task
   std::string task;               // e.g. "level1/19_ReLU"
@@ -58,7 +66,8 @@ struct ProblemRow {
   nlohmann::json tolerance;
   // Running best speedup after each step that had one: (evaluations so far, best speedup).
   std::vector<std::pair<double, double>> trajectory;
-  std::vector<StateVisit> states;  // in the order the steps first reached them
+  std::vector<StateVisit> states;    // in the order the steps first reached them
+  std::vector<FailedStep> failures;  // in step order
   // The batch's controls (baselines.jsonl): the best of eager (1.0) and each correct control's
   // speedup over eager; known when the task has at least one line.
   std::optional<double> best_of;
@@ -113,6 +122,21 @@ struct Metrics {
   std::optional<double> cost_usd;
   double seconds = 0;
 };
+
+// One cause of failed steps across a report's runs: the judge's error with each run's own details
+// (paths, numbers, output indices) left out, so that one bug across problems reads as one line.
+struct FailureCause {
+  std::string outcome;
+  std::string cause;
+  std::int64_t steps = 0;
+  std::vector<std::string> problems;    // in report order, each once
+  std::vector<std::string> techniques;  // sorted, each once
+};
+
+// The error's cause as failure_causes groups it.
+std::string failure_cause(const std::string& error);
+// The failed steps of every row by cause, the most frequent first.
+std::vector<FailureCause> failure_causes(const std::vector<ProblemRow>& rows);
 
 // fast_p: the fraction of `problems` that are correct and have a speedup > p.
 double fast_p(const std::vector<double>& correct_speedups, std::int64_t problems, double p);

@@ -34,6 +34,30 @@ nlohmann::json states_json(const std::vector<StateVisit>& states) {
   return list;
 }
 
+nlohmann::json failures_json(const std::vector<FailedStep>& failures) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& f : failures) {
+    list.push_back({{"step", f.step},
+                    {"technique", f.technique},
+                    {"outcome", f.outcome},
+                    {"error", f.error},
+                    {"cause", failure_cause(f.error)}});
+  }
+  return list;
+}
+
+nlohmann::json causes_json(const std::vector<FailureCause>& causes) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& c : causes) {
+    list.push_back({{"outcome", c.outcome},
+                    {"cause", c.cause},
+                    {"steps", c.steps},
+                    {"problems", c.problems},
+                    {"techniques", c.techniques}});
+  }
+  return list;
+}
+
 nlohmann::json row_json(const ProblemRow& row) {
   return {{"name", row.name},
           {"task", row.task},
@@ -63,7 +87,8 @@ nlohmann::json row_json(const ProblemRow& row) {
           {"run_id", row.run_id},
           {"run_dir", row.run_dir},
           {"trajectory", row.trajectory},
-          {"states", states_json(row.states)}};
+          {"states", states_json(row.states)},
+          {"failures", failures_json(row.failures)}};
 }
 
 nlohmann::json techniques_json(const TechniqueStats& stats) {
@@ -116,6 +141,7 @@ nlohmann::json to_json(const Report& report, const Metrics& m, const TechniqueSt
         {"seconds", m.seconds}}},
       {"rows", rows},
       {"techniques", techniques_json(stats)},
+      {"failure_causes", causes_json(failure_causes(report.rows))},
       {"warnings", report.warnings}};
   if (against) out["comparison"] = comparison_json(*against);
   return out;

@@ -61,6 +61,16 @@ std::vector<StateVisit> states_of(const std::vector<StepRecord>& steps) {
   return states;
 }
 
+std::vector<FailedStep> failures_of(const std::vector<StepRecord>& steps) {
+  std::vector<FailedStep> failed;
+  for (const StepRecord& step : steps) {
+    if (step.outcome == Outcome::correct || step.outcome == Outcome::skipped) continue;
+    failed.push_back({step.global_step, step.technique, std::string(to_string(step.outcome)),
+                      step.error.value_or("")});
+  }
+  return failed;
+}
+
 std::string first_choice_of(const std::vector<StepRecord>& steps) {
   std::string first;
   for (const StepRecord& step : steps) {
@@ -117,6 +127,7 @@ LoadedRun row_from_run(const nlohmann::json& run, const fs::path& run_dir,
     const std::vector<StepRecord> steps = read_steps(run_dir, warnings);
     row.trajectory = trajectory_of(steps);
     row.states = states_of(steps);
+    row.failures = failures_of(steps);
     row.first_choice = first_choice_of(steps);
   }
   loaded.aliases = {row.name, row.task, problem_stem(row.task)};

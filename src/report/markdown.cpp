@@ -12,6 +12,7 @@ namespace mblast::report {
 namespace {
 
 constexpr std::size_t kTechniqueLines = 10;
+constexpr std::size_t kFailureLines = 10;
 // Problems whose eager times, over the evaluations of their run, lie further apart than this are
 // listed under the problems table.
 constexpr double kEagerRangeShown = 1.2;
@@ -44,6 +45,28 @@ void write_states(std::ostream& out, const Report& report) {
     right.insert(right.end(), {false, false});
   }
   markdown_table(out, headers, rows, right);
+}
+
+// Failed steps by cause: one cause across several problems is more likely the judge's or the
+// environment's than the candidates'.
+void write_failures(std::ostream& out, const Report& report) {
+  const std::vector<FailureCause> causes = failure_causes(report.rows);
+  if (causes.empty()) return;
+  out << "\n## Failed steps, by cause\n\n";
+  std::vector<std::vector<std::string>> rows;
+  for (std::size_t i = 0; i < causes.size() && i < kFailureLines; ++i) {
+    const FailureCause& c = causes[i];
+    std::string problems;
+    for (const auto& name : c.problems) problems += (problems.empty() ? "" : ", ") + name;
+    std::string techniques;
+    for (const auto& t : c.techniques) techniques += (techniques.empty() ? "" : ", ") + t;
+    rows.push_back({c.outcome, c.cause, std::to_string(c.steps), problems, techniques});
+  }
+  markdown_table(out, {"outcome", "cause", "steps", "problems", "techniques"}, rows,
+                 {false, false, true, false, false});
+  if (causes.size() > kFailureLines) {
+    out << "\n" << causes.size() - kFailureLines << " more causes in `mblast report --json`.\n";
+  }
 }
 
 // Each evaluation times eager in its own process, and every speedup is over that eager: where it
@@ -98,6 +121,7 @@ std::string to_markdown(const Report& report, const Metrics& m, const TechniqueS
   write_eager_ranges(out, report);
 
   write_states(out, report);
+  write_failures(out, report);
 
   out << "\n## Techniques (" << (stats.scope == "kb" ? "whole KB" : "these runs") << ")\n\n";
   if (stats.rows.empty()) {
