@@ -297,14 +297,17 @@ def test_speed_of_light_flags_a_candidate_only_where_eager_respects_the_ceiling(
 
     from mblast_worker.evaluate import _speed_of_light_flag
 
-    def flags(sol: float, cand: float, ref: float) -> list:
-        s = SimpleNamespace(resp=Response(sol_ms=sol, cand_ms=cand, ref_ms=ref))
+    def flags(sol: float, cand: float, ref: float, device: str = "cuda") -> list:
+        s = SimpleNamespace(resp=Response(sol_ms=sol, cand_ms=cand, ref_ms=ref), device=torch.device(device))
         _speed_of_light_flag(s)  # type: ignore[arg-type]
         return s.resp.flags
 
     assert flags(1.0, 0.5, 2.0) == ["beyond_speed_of_light"]
     assert flags(1.0, 0.95, 2.0) == []  # within 10 % of the ceiling
     assert flags(1.0, 0.5, 0.8) == []  # eager below the ceiling: the ceiling is wrong
+    # A CPU's ceilings are a rough calibration: only a candidate at under half of them is flagged.
+    assert flags(1.0, 0.7, 2.0, "cpu") == []
+    assert flags(1.0, 0.4, 2.0, "cpu") == ["beyond_speed_of_light"]
 
 
 def test_speed_of_light_trusts_eager_s_fastest_runs_not_its_median() -> None:
@@ -318,7 +321,8 @@ def test_speed_of_light_trusts_eager_s_fastest_runs_not_its_median() -> None:
     def flags(sol: float, cand: float, ref_median: float, ref_p10: float) -> list:
         stats = TimingStats(median_ms=ref_median, mean_ms=ref_median, p10_ms=ref_p10, p90_ms=ref_median,
                             stdev_ms=0.0, runs=5)
-        s = SimpleNamespace(resp=Response(sol_ms=sol, cand_ms=cand, ref_ms=ref_median, timing={"ref": stats}))
+        s = SimpleNamespace(resp=Response(sol_ms=sol, cand_ms=cand, ref_ms=ref_median, timing={"ref": stats}),
+                            device=torch.device("cuda"))
         _speed_of_light_flag(s)  # type: ignore[arg-type]
         return s.resp.flags
 
