@@ -30,15 +30,6 @@ bool is_cuda_device(const std::string& device) { return device.rfind("cuda", 0) 
 
 namespace {
 
-std::string read_input_file(const fs::path& path, const char* what) {
-  std::optional<std::string> text = read_file(path);
-  if (!text) {
-    throw input_error("cannot read " + std::string(what) + " " + path.string(),
-                      "check that the file exists and is readable");
-  }
-  return *std::move(text);
-}
-
 // Every field of the §8 object present, so that scripts can rely on them.
 nlohmann::json empty_result(const EvalOptions& options, const fs::path& candidate) {
   return {{"problem", fs::absolute(options.problem).string()},

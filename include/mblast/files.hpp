@@ -13,6 +13,10 @@ namespace mblast {
 // The file's bytes; nullopt when it cannot be opened or read.
 std::optional<std::string> read_file(const std::filesystem::path& path);
 
+// The file's bytes; throws input_error naming `what` ("candidate", "problem") when it cannot be
+// read: for files the user named.
+std::string read_input_file(const std::filesystem::path& path, std::string_view what);
+
 // "<path>.tmp-<pid>-<salt>-<count>": a name beside `path` that no other process or call uses.
 std::filesystem::path temporary_sibling(const std::filesystem::path& path);
 

@@ -13,6 +13,7 @@
 
 #include "agents/format.hpp"
 #include "mblast/error.hpp"
+#include "mblast/files.hpp"
 #include "mblast/json_fields.hpp"
 #include "mblast/support.hpp"
 
@@ -148,7 +149,7 @@ RunSummary Loop::run() {
     if (user_progress) user_progress(e);
   };
   const auto judged_source = backend_.judged_problem_source();
-  problem_source_ = judged_source ? *judged_source : read_text_file(options_.problem, "problem");
+  problem_source_ = judged_source ? *judged_source : read_input_file(options_.problem, "problem");
   task_ = task_name(options_.problem);
   states_ = kb_.states();
   check_techniques();
@@ -633,7 +634,7 @@ Loop::Committed Loop::commit(const Choice& choice, const std::vector<Evaluation>
       impl.attempt_id = committed.attempt_id;
       impl.language =
           backend_.traits().agent_format(options_.judge.device).outputs.front().language;
-      impl.source = read_text_file(final.file, "candidate");
+      impl.source = read_input_file(final.file, "candidate");
       impl.speedup = scored.speedup;
       impl.time_ms = rollout_.back().time_after_ms;
       impl.baseline_ms = final.result.ref_ms;
@@ -823,7 +824,7 @@ std::vector<Evaluation> Loop::llm_candidate(const TechniqueRow& technique, const
         fmt::format("{} takes {:.0f}% of the reference's time", slot.id, slot.time_share * 100);
   }
   actor.current.is_reference = current_.is_reference;
-  if (!current_.is_reference) actor.current.source = read_text_file(current_.file, "candidate");
+  if (!current_.is_reference) actor.current.source = read_input_file(current_.file, "candidate");
   actor.current.time_ms = current_.time_ms;
   actor.current.baseline_ms = baseline_.ref_ms;
   actor.current.speedup = current_.speedup;
@@ -884,7 +885,7 @@ std::vector<Evaluation> Loop::llm_candidate(const TechniqueRow& technique, const
     context.slot = actor.slot;
     context.slot_detail = actor.slot_detail;
     context.slot_code = actor.slot_code;
-    context.candidate_source = read_text_file(failed.file, "candidate");
+    context.candidate_source = read_input_file(failed.file, "candidate");
     context.failure = failure_report(failed.result);
     context.earlier = earlier;
     context.heavy_ops = heavy_ops_;
@@ -1056,7 +1057,7 @@ void Loop::record_best(RunSummary& r) const {
     r.speedup_vs_compile = best_->speedup * (*baseline_.compile_ms / *baseline_.ref_ms);
   }
   const std::string best_name = "best" + backend_.traits().candidate_extension;
-  run_.write_text(best_name, read_text_file(best_->file, "candidate"));
+  run_.write_text(best_name, read_input_file(best_->file, "candidate"));
   r.best_file = run_.path() / best_name;
   try {
     if (backend_.export_for_harness(best_->file, run_.path() / "best_kernelbench.py")) {

@@ -234,17 +234,8 @@ std::vector<StateEvidence> state_evidence(const Classification& classification) 
   return evidence;
 }
 
-std::string read_text_file(const fs::path& path, const char* what) {
-  std::optional<std::string> text = read_file(path);
-  if (!text) {
-    throw input_error(std::string("cannot read the ") + what + " " + path.string(),
-                      "check the path");
-  }
-  return *std::move(text);
-}
-
 std::string candidate_hash(const fs::path& file) {
-  return sha256_hex(read_text_file(file, "candidate"));
+  return sha256_hex(read_input_file(file, "candidate"));
 }
 
 AttemptRow attempt_row(const Evaluation& evaluation, const std::string& run_id,

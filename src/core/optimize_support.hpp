@@ -175,7 +175,4 @@ void add_ncu_state(StepRecord& record, const ProfileSignature& signature);
 StepRecord step_record_base(int iteration, int step, int global_step, const Slot& slot,
                             const Classification& state, const TechniqueRow& technique);
 
-// Reads a whole file; throws input_error naming `what`.
-std::string read_text_file(const std::filesystem::path& path, const char* what);
-
 }  // namespace mblast::optimize_detail

@@ -6,6 +6,7 @@
 
 #include "core/optimize_support.hpp"
 #include "mblast/error.hpp"
+#include "mblast/files.hpp"
 #include "mblast/json_fields.hpp"
 
 namespace mblast {
@@ -137,8 +138,7 @@ class WorkloadsBackend final : public Backend {
   std::optional<std::string> judged_problem_source() override {
     auto inner = inner_->judged_problem_source();
     std::string source =
-        inner ? *inner
-              : optimize_detail::read_text_file(problem_.workloads.front().file, "problem");
+        inner ? *inner : read_input_file(problem_.workloads.front().file, "problem");
     source += "\n# mblast judges a candidate on every workload of this problem, in this order:\n";
     for (const auto& workload : problem_.workloads) {
       source += "#   " + workload.uuid + ": " + workload.axes.dump() + "\n";

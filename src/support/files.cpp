@@ -7,6 +7,8 @@
 #include <random>
 #include <sstream>
 
+#include "mblast/error.hpp"
+
 namespace mblast {
 
 namespace fs = std::filesystem;
@@ -20,6 +22,15 @@ std::optional<std::string> read_file(const fs::path& path) {
   text << in.rdbuf();
   if (in.bad()) return std::nullopt;
   return std::move(text).str();
+}
+
+std::string read_input_file(const fs::path& path, std::string_view what) {
+  std::optional<std::string> text = read_file(path);
+  if (!text) {
+    throw input_error("cannot read the " + std::string(what) + " " + path.string(),
+                      "check that the file exists and is readable");
+  }
+  return *std::move(text);
 }
 
 fs::path temporary_sibling(const fs::path& path) {
