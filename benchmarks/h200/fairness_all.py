@@ -13,14 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import statistics
 import sys
 import tarfile
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from acceptance import FAIR_RANGE, GIB, err_text, first, num  # noqa: E402
+from acceptance import FAIR_RANGE, GIB, err_text, first, num, spread_of  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -63,8 +62,7 @@ def summary(rows: List[Dict[str, Any]]) -> Dict[str, Any]:
                or not FAIR_RANGE[0] <= r["speedup"] <= FAIR_RANGE[1]]
     out: Dict[str, Any] = {"judged": len(rows), "in_range": len(rows) - len(outside), "outside": outside}
     if len(speedups) >= 2:
-        qs = statistics.quantiles(speedups, n=20)
-        out.update(min=min(speedups), p5=qs[0], median=statistics.median(speedups), p95=qs[-1], max=max(speedups))
+        out.update(spread_of(speedups))
     mem = [r for r in rows if r["eager_gib"] and r["allocated_gib"]]
 
     def over(key: str) -> List[Dict[str, Any]]:

@@ -1,6 +1,7 @@
-"""The acceptance run reuses KernelBench harness times stored by an earlier call only on the GPU
-model that measured them (benchmarks/h200/acceptance.py): an H200's times read 40 % fast on an
-H100 and would fail the agreement check for the wrong reason."""
+"""The acceptance run's own rules (benchmarks/h200/acceptance.py): KernelBench harness times stored
+by an earlier call are reused only on the GPU model that measured them (an H200's times read 40 %
+fast on an H100 and would fail the agreement check for the wrong reason), and the fairness
+summary's percentiles stay within the measured speedups."""
 
 import json
 import sys
@@ -38,3 +39,10 @@ def test_only_the_same_gpu_models_slow_records_are_reused(stored: Path) -> None:
 
 def test_nothing_is_reused_when_the_gpu_is_unknown(stored: Path) -> None:
     assert acceptance.stored_harness("") == {}
+
+
+def test_the_fairness_percentiles_stay_within_the_measured_speedups() -> None:
+    spread = acceptance.spread_of([1.0002, 1.0017, 1.0102])
+    assert spread["min"] <= spread["p5"] <= spread["median"] <= spread["p95"] <= spread["max"]
+    assert spread["max"] == 1.0102 and spread["p95"] < 1.0102
+    assert acceptance.spread_of([0.99])["p95"] == 0.99
