@@ -1275,6 +1275,56 @@ TEST_F(LoopTest, AfterALegalGraphRoundBuiltinsAreJudgedInsideAGraph) {
   EXPECT_DOUBLE_EQ(summary["best_speedup"].get<double>(), 2.1);
 }
 
+// Without --graph-first: once the selector's CUDA graph is the best, later built-ins are made
+// under a graph over the candidate without it, never as a compile over the graph's capture.
+TEST_F(LoopTest, ACudaGraphThatBecomesTheBestStaysTheOutermostWrapper) {
+  backend_.speedups = {{"cuda_graph", 1.3},
+                       {"torch_compile", 1.2},
+                       {"torch_compile+cuda_graph", 2.0},
+                       {"cudnn_benchmark+cuda_graph", 2.1}};
+  auto o = options(1);
+  o.techniques = {"cuda/builtin-cuda-graph"};  // the graph first, then the others on resuming
+  run_builtins(o);
+  auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0]["technique"], "cuda/builtin-cuda-graph");
+  EXPECT_EQ(steps[0]["inner"], steps[0]["base"]);  // the graph wrapped the reference
+  EXPECT_EQ(steps[0]["decision"]["by"], "ucb");
+  // Resumed: the next built-in is made on the reference and judged inside a graph.
+  o.techniques = {"cuda/builtin-cuda-graph", "cuda/builtin-torch-compile",
+                  "cuda/builtin-cudnn-benchmark"};
+  o.steps = 2;
+  run_builtins(o);
+  steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[1]["base"], steps[0]["base"]);
+  EXPECT_NE(steps[1]["candidate"].get<std::string>().find("+cuda_graph"), std::string::npos);
+  EXPECT_NE(backend_.judged.back().find("+cuda_graph"), std::string::npos);
+  o.steps = 3;
+  const auto summary = run_builtins(o);
+  steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_NE(steps[2]["candidate"].get<std::string>().find("+cuda_graph"), std::string::npos);
+  const auto& inner_call = backend_.builtin_calls[backend_.builtin_calls.size() - 2];
+  EXPECT_EQ(inner_call.file.filename().string(), steps[1]["inner"].get<std::string>());
+  EXPECT_DOUBLE_EQ(summary["best_speedup"].get<double>(), 2.1);
+}
+
+// A graph that is not the best leaves later candidates as they are.
+TEST_F(LoopTest, AGraphThatLosesWrapsNothing) {
+  backend_.speedups = {{"cuda_graph", 0.9}, {"torch_compile", 1.4}};
+  auto o = options(2);
+  o.techniques = {"cuda/builtin-cuda-graph", "cuda/builtin-torch-compile"};
+  const auto summary = run_builtins(o);
+  const auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 2u);
+  for (const auto& step : steps) {
+    if (step["technique"] != "cuda/builtin-torch-compile") continue;
+    EXPECT_EQ(step["candidate"].get<std::string>().find("+cuda_graph"), std::string::npos);
+  }
+  EXPECT_DOUBLE_EQ(summary["best_speedup"].get<double>(), 1.4);
+}
+
 TEST_F(LoopTest, WhereTheGraphRoundFailsCandidatesAreJudgedAsTheyAre) {
   backend_.speedups = {{"torch_compile", 1.4}};  // no speedup for cuda_graph: it fails
   auto o = options(2);

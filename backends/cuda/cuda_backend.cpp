@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <exception>
 #include <set>
 #include <utility>
@@ -34,6 +35,10 @@ constexpr int kNothingToChange = 3;
 // A CUDA worker takes longer to start (PyTorch, a CUDA context, torch.compile's stack: 10-15 s on
 // the H200) than a compiled step of the loop takes to use one, so two are kept ahead there.
 std::size_t workers_ahead(const std::string& device) { return is_cuda_device(device) ? 2 : 1; }
+// Two fast steps in a row still outrun two (level3/8_ResNetBasicBlock on the H200, call 84: a
+// cuDNN-autotuning step of 4.7 s, a channels-last step of 1.3 s, then 6.1 s waiting for a worker):
+// each wait lets one more be kept ahead, up to this many, as the eval server does.
+constexpr std::size_t kMostWorkersAheadOnGpu = 4;
 
 class CudaBackend final : public Backend {
  public:
@@ -152,6 +157,8 @@ class CudaBackend final : public Backend {
   WorkerPool& workers() {
     if (!workers_) {
       workers_ = std::make_unique<WorkerPool>(eval_worker_config(options_, python_), prestarted_);
+      if (is_cuda_device(options_.device))
+        workers_->set_growth_limit(std::max(prestarted_, kMostWorkersAheadOnGpu));
     }
     return *workers_;
   }

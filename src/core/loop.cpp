@@ -327,6 +327,7 @@ void Loop::restore(const std::vector<StepRecord>& steps) {
       }
     }
     if (record.improved) {
+      if (row && !record.inner.empty()) keep_the_graph_outermost(*row);
       current_.file = record.inner.empty() ? file : run_.path() / "candidates" / record.inner;
       current_.is_reference = false;
       current_.speedup = record.speedup.value_or(1.0);
@@ -788,10 +789,10 @@ Evaluation Loop::builtin(const Choice& choice, int global) {
     return skipped;
   }
   const std::string stem = fmt::format("s{:03d}-{}", global, transform);
-  if (graph_round_ == GraphRound::pending) {
-    Evaluation round = write_and_judge(stem, *made.source, 0);
-    round.inner = choice.base.file;  // the round's graph wraps what later steps build on
-    return round;
+  if (graph_round_ == GraphRound::pending || stays_outermost(choice)) {
+    Evaluation graph = write_and_judge(stem, *made.source, 0);
+    graph.inner = choice.base.file;  // the graph wraps what later steps build on
+    return graph;
   }
   fs::path inner;
   const auto wrapped =
@@ -924,6 +925,7 @@ CriticContext Loop::critic_context(const TrajectoryStep& judged) const {
 }
 
 void Loop::accept(const Evaluation& evaluation, const Choice& choice, int global) {
+  if (!evaluation.inner.empty()) keep_the_graph_outermost(choice.technique);
   descend(current_, choice.base, applied_name(choice.technique.id, slots_[choice.slot].id));
   current_.file = evaluation.inner.empty() ? evaluation.file : evaluation.inner;
   current_.is_reference = false;

@@ -127,6 +127,11 @@ class Loop {
   void end_graph_round(const Choice& choice, const optimize_detail::Evaluation& final);
   void restore_graph_round(const StepRecord& record);
   bool wraps_in_graph(const TechniqueRow& technique) const;
+  // A whole-model CUDA graph chosen by the selector that becomes the best stays the outermost
+  // wrapper, as a legal round's does: later built-ins are made under it, never over it. The
+  // graph's step keeps what it wrapped as its `inner`; the caller passes only such a step.
+  bool stays_outermost(const Choice& choice) const;
+  void keep_the_graph_outermost(const TechniqueRow& technique);
   void drop_the_rounds_graph(std::vector<TechniqueRow>& techniques) const;
   // A "first" built-in with nothing to change in the problem's Model changes nothing under any
   // lineage either: after one such step it is not offered again in the run.

@@ -2,7 +2,8 @@
 // (--regions), and the graph-first round (--graph-first): the run's first step judges the whole
 // model in a CUDA graph; where that is correct, every later built-in candidate is judged inside
 // such a graph, the graph staying the outermost wrapper, and later steps build on the candidate
-// without it.
+// without it. Without --graph-first the same holds from the step where the selector's CUDA graph
+// becomes the best.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -143,6 +144,22 @@ void Loop::restore_graph_round(const StepRecord& record) {
     return;
   }
   graph_round_ = record.outcome == Outcome::correct ? GraphRound::legal : GraphRound::illegal;
+}
+
+// torch.compile over a forward that captures a CUDA graph fails in the capture
+// (cudaErrorStreamCaptureInvalidated: level3/20_MobileNetV2 on the H200, calls 84 and 86) or
+// compiles nothing useful; the graph over the compiled model is the composition that works.
+bool Loop::stays_outermost(const Choice& choice) const {
+  return graph_round_ == GraphRound::off && is_graph_transform(choice.technique) &&
+         choice.base.then.empty() && slots_[choice.slot].id == "model";
+}
+
+void Loop::keep_the_graph_outermost(const TechniqueRow& technique) {
+  if (graph_round_ != GraphRound::off || !is_graph_transform(technique)) return;
+  graph_round_ = GraphRound::legal;
+  note(
+      "the whole model in a CUDA graph is the best so far: later built-in candidates are made "
+      "under such a graph, never over it");
 }
 
 bool Loop::wraps_in_graph(const TechniqueRow& technique) const {
