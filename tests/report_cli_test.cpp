@@ -33,6 +33,11 @@ std::size_t count(const std::string& text, const std::string& part) {
   return n;
 }
 
+std::string page_text(const fs::path& page) {
+  std::ifstream in(page);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 // Empty when every element opened is closed, in order (void and self-closing ones aside).
 std::string unbalanced(const std::string& html) {
   static const std::set<std::string> void_elements = {"meta", "br", "hr", "img", "link"};
@@ -267,6 +272,17 @@ TEST(ReportCli, StatesShowWhereTheStepsWereClassifiedWithTheirEvidence) {
       << markdown.out;
   EXPECT_NE(markdown.out.find("first choice was the winner"), std::string::npos) << markdown.out;
 
+  const fs::path page = dir / "report.html";
+  ASSERT_EQ(run_mblast({"report", run.string(), "--html", page.string()}).exit_code, 0);
+  const std::string html = page_text(page);
+  EXPECT_NE(html.find("<h2>States</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<td>latency-bound</td><td class=\"n\">1</td><td class=\"n\">1</td>"
+                      "<td>sol_fraction = 0.1 (&lt; 0.5)</td>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<th>state Nsight Compute implies</th>"), std::string::npos);
+  EXPECT_EQ(unbalanced(html), "");
+
   auto json = run_mblast({"report", run.string(), "--json"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const auto states = nlohmann::json::parse(json.out)["rows"][0]["states"];
@@ -332,6 +348,16 @@ TEST(ReportCli, FailedStepsAreGroupedByTheirCauseWithoutEachRunsDetails) {
                               "precision_drop] | 1 | 1_P | cuda/builtin-channels-last |"),
             std::string::npos)
       << markdown.out;
+
+  const fs::path page = dir / "report.html";
+  ASSERT_EQ(run_mblast({"report", batch.string(), "--html", page.string()}).exit_code, 0);
+  const std::string html = page_text(page);
+  EXPECT_NE(html.find("<h2>Failed steps, by cause</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<td>runtime_error</td><td>forward raised OSError: [Errno N] Read-only file "
+                      "system: &#39;PATH&#39;</td><td class=\"n\">2</td><td>1_P, 2_P</td>"),
+            std::string::npos)
+      << html;
+  EXPECT_EQ(unbalanced(html), "");
 
   auto json = run_mblast({"report", batch.string(), "--json"});
   ASSERT_EQ(json.exit_code, 0) << json.err;

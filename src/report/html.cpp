@@ -72,6 +72,24 @@ void problems_table(std::ostream& out, const Report& report, const Metrics& m) {
   out << "</table></div>\n";
 }
 
+void html_table(std::ostream& out, const TextTable& table) {
+  out << "<div class=\"scroll\"><table><tr>";
+  for (std::size_t i = 0; i < table.headers.size(); ++i) {
+    out << "<th" << (table.right[i] ? " class=\"n\"" : "") << ">" << h(table.headers[i]) << "</th>";
+  }
+  out << "</tr>\n";
+  for (const auto& cells : table.rows) {
+    out << "<tr>";
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      out << "<td" << (i < table.right.size() && table.right[i] ? " class=\"n\"" : "") << ">"
+          << h(cells[i]) << "</td>";
+    }
+    out << "</tr>\n";
+  }
+  out << "</table></div>\n";
+  if (!table.more.empty()) out << "<p>" << h(table.more) << "</p>\n";
+}
+
 }  // namespace
 
 std::string to_html(const Report& report, const Metrics& m, const TechniqueStats& stats,
@@ -127,6 +145,17 @@ std::string to_html(const Report& report, const Metrics& m, const TechniqueStats
 
   out << "<h2>Problems</h2>\n";
   problems_table(out, report, m);
+  if (const std::string ranges = eager_ranges_text(report, kEagerRangeShown); !ranges.empty())
+    out << "<p>" << h(ranges) << "</p>\n";
+  if (const TextTable states = states_table(report); !states.rows.empty()) {
+    out << "<h2>States</h2>\n";
+    html_table(out, states);
+  }
+  if (const TextTable failures = failures_table(report, kFailureCausesShown);
+      !failures.rows.empty()) {
+    out << "<h2>Failed steps, by cause</h2>\n";
+    html_table(out, failures);
+  }
   std::vector<std::string> notes = stats.notes;
   notes.insert(notes.end(), report.warnings.begin(), report.warnings.end());
   if (!notes.empty()) {

@@ -167,4 +167,78 @@ bool numeric_column(std::size_t index, std::size_t columns) {
   return index >= 3 && index + 1 < columns;
 }
 
+void markdown_table(std::ostream& out, const TextTable& table) {
+  markdown_table(out, table.headers, table.rows, table.right);
+  if (!table.more.empty()) out << "\n" << table.more << "\n";
+}
+
+TextTable states_table(const Report& report) {
+  bool profiled_with_ncu = false;
+  for (const auto& row : report.rows) {
+    for (const auto& v : row.states)
+      profiled_with_ncu = profiled_with_ncu || v.ncu_state || !v.ncu_evidence.empty();
+  }
+  TextTable table{
+      {"problem", "backend", "state", "steps", "first step", "evidence at the first step"},
+      {},
+      {false, false, false, true, true, false},
+      {}};
+  if (profiled_with_ncu) {
+    table.headers.insert(table.headers.end(), {"state Nsight Compute implies", "its numbers"});
+    table.right.insert(table.right.end(), {false, false});
+  }
+  for (const auto& row : report.rows) {
+    for (const auto& v : row.states) {
+      table.rows.push_back({row.name, row.backend, v.state, std::to_string(v.steps),
+                            std::to_string(v.first_step), v.evidence});
+      if (profiled_with_ncu) {
+        table.rows.back().push_back(v.ncu_state.value_or("-"));
+        table.rows.back().push_back(v.ncu_evidence);
+      }
+    }
+  }
+  return table;
+}
+
+TextTable failures_table(const Report& report, std::size_t most) {
+  const std::vector<FailureCause> causes = failure_causes(report.rows);
+  TextTable table{{"outcome", "cause", "steps", "problems", "techniques"},
+                  {},
+                  {false, false, true, false, false},
+                  {}};
+  const auto joined = [](const auto& names) {
+    std::string text;
+    for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
+    return text;
+  };
+  for (std::size_t i = 0; i < causes.size() && i < most; ++i) {
+    const FailureCause& c = causes[i];
+    table.rows.push_back(
+        {c.outcome, c.cause, std::to_string(c.steps), joined(c.problems), joined(c.techniques)});
+  }
+  if (causes.size() > most) {
+    table.more = std::to_string(causes.size() - most) +
+                 " more causes in `mblast report --json` (failure_causes).";
+  }
+  return table;
+}
+
+// Each evaluation times eager in its own process, and every speedup is over that eager: where it
+// differed between a run's evaluations, the speedups carry the difference.
+std::string eager_ranges_text(const Report& report, double above) {
+  std::string listed;
+  std::size_t count = 0;
+  for (const auto& row : report.rows) {
+    if (!row.eager_range || row.eager_range->ratio() <= above) continue;
+    const EagerRange& e = *row.eager_range;
+    listed += std::string(count++ ? ", " : "") + row.name + " " + short_number(e.min_ms, 4) + "-" +
+              short_number(e.max_ms, 4) + " ms over " + std::to_string(e.evaluations);
+  }
+  if (count == 0) return {};
+  return "Eager's time differed by more than " + short_number((above - 1) * 100, 3) +
+         " % between the evaluations of " + std::to_string(count) +
+         (count == 1 ? " problem" : " problems") +
+         " (each speedup is over the eager timed in its own evaluation): " + listed + ".";
+}
+
 }  // namespace mblast::report

@@ -40,4 +40,29 @@ std::vector<std::string> problem_cells(const ProblemRow& row, const Metrics& met
 // last.
 bool numeric_column(std::size_t index, std::size_t columns);
 
+// Problems whose eager times, over the evaluations of their run, lie further apart than this are
+// listed under the problems table.
+constexpr double kEagerRangeShown = 1.2;
+// The failure causes a rendering lists; --json has them all.
+constexpr std::size_t kFailureCausesShown = 10;
+
+// A table both renderings print: its headers, cells, and which columns hold numbers.
+struct TextTable {
+  std::vector<std::string> headers;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<bool> right;
+  std::string more;  // a line under the table for what it left out; empty when nothing
+};
+void markdown_table(std::ostream& out, const TextTable& table);
+
+// Each problem's states, in the order its steps reached them, with the evidence of the first (and
+// Nsight Compute's state where a run was profiled with it); no rows when no state was recorded.
+TextTable states_table(const Report& report);
+// Failed steps by cause, the most frequent first: one cause across several problems is more
+// likely the judge's or the environment's than the candidates'. `more` names the --json field.
+TextTable failures_table(const Report& report, std::size_t most);
+// The problems whose eager time differed by more than `above` (a ratio) between the evaluations
+// of their run, in a sentence; empty when none did.
+std::string eager_ranges_text(const Report& report, double above);
+
 }  // namespace mblast::report
