@@ -130,6 +130,15 @@ class FakeBackend : public Backend {
   std::optional<ProgramRegions> program_regions() override { return regions; }
   bool export_for_harness(const fs::path&, const fs::path&) override { return false; }
   void set_deadline(std::chrono::steady_clock::time_point until) override { deadline = until; }
+  std::vector<std::string> prebuilt;  // the first line of each file handed to prebuild()
+  bool stopped_prebuilding = false;
+  void prebuild(const fs::path& candidate) override {
+    std::ifstream in(candidate);
+    std::string first_line;
+    std::getline(in, first_line);
+    prebuilt.push_back(first_line);
+  }
+  void stop_prebuilding() override { stopped_prebuilding = true; }
 
   struct BuiltinCall {
     std::string transform;
@@ -1323,6 +1332,43 @@ TEST_F(LoopTest, AGraphThatLosesWrapsNothing) {
     EXPECT_EQ(step["candidate"].get<std::string>().find("+cuda_graph"), std::string::npos);
   }
   EXPECT_DOUBLE_EQ(summary["best_speedup"].get<double>(), 1.4);
+}
+
+// --prebuild: while a step is judged, the built-in the selector would choose next is made and
+// handed to the backend to compile; where the step changed nothing, that is the next step's.
+TEST_F(LoopTest, PrebuildHandsTheNextStepsBuiltinToTheBackendBeforeJudgingThisOne) {
+  backend_.speedups = {{"torch_compile", 0.9}, {"cudnn_benchmark", 0.95}, {"channels_last", 0.8}};
+  auto o = options(3);
+  o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-cudnn-benchmark",
+                  "cuda/builtin-channels-last"};
+  o.prebuild = true;
+  run_builtins(o);
+  const auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 3u);
+  // Nothing became the best, so each guess was the next step's choice; the last step has none.
+  ASSERT_EQ(backend_.prebuilt.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const std::string next = steps[i + 1]["candidate"].get<std::string>();
+    const std::string made = backend_.prebuilt[i].substr(std::string("# transform ").size());
+    const std::string stem = "s00" + std::to_string(i + 2) + "-" + made + "-";
+    EXPECT_EQ(next.rfind(stem, 0), 0u) << next << " " << made;
+  }
+  EXPECT_TRUE(backend_.stopped_prebuilding);
+  EXPECT_TRUE(fs::is_directory(run_dir().path() / "prebuild"));
+  // The guesses are not the run's candidates.
+  std::size_t judged = 0;
+  for (const auto& entry : fs::directory_iterator(run_dir().path() / "candidates"))
+    judged += entry.path().extension() == ".py" && entry.path().filename().string()[0] == 's';
+  EXPECT_EQ(judged, 3u);
+}
+
+TEST_F(LoopTest, WithoutPrebuildNothingIsCompiledAhead) {
+  backend_.speedups = {{"torch_compile", 0.9}, {"cudnn_benchmark", 0.95}};
+  auto o = options(2);
+  o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-cudnn-benchmark"};
+  run_builtins(o);
+  EXPECT_TRUE(backend_.prebuilt.empty());
+  EXPECT_FALSE(fs::exists(run_dir().path() / "prebuild"));
 }
 
 TEST_F(LoopTest, WhereTheGraphRoundFailsCandidatesAreJudgedAsTheyAre) {

@@ -137,6 +137,10 @@ TEST(WorkerProtocol, EveryRequestTheJudgeWritesConforms) {
   EXPECT_EQ(joined(mismatches(request, "request")), "") << request.dump(2);
   EXPECT_EQ(request["profile_reference"], false);
   EXPECT_EQ(joined(mismatches(worker_ceilings_request("cuda:0"), "request")), "");
+  request = worker_prime_request(options, "/c.py", "/cache");
+  EXPECT_EQ(joined(mismatches(request, "request")), "") << request.dump(2);
+  EXPECT_EQ(request["op"], "prime");
+  EXPECT_TRUE(request["timing"].is_null());
 }
 
 TEST(WorkerProtocol, TheCheckerFindsWhatBreaksTheSchema) {

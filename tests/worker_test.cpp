@@ -208,6 +208,58 @@ TEST(WorkerTest, PausesStartingWorkersWhileACandidateIsTimed) {
   EXPECT_TRUE(next.completed) << next.failure;
 }
 
+// A background call (a prebuild's prime) is paused while another call times its candidate, and
+// stop_background kills it: its call returns at once, and later background calls are refused.
+TEST(WorkerTest, PausesBackgroundCallsWhileACandidateIsTimedAndStopsThem) {
+  testing::TempDir scratch;
+  testing::TempDir files;
+  const fs::path log = files.path() / "starts.log";
+  WorkerConfig config = fake_config(scratch.path());
+  config.env["FAKE_WORKER_START_LOG"] = log.string();
+  config.isolate_network = false;  // the workers write outside their folder; pids as seen here
+  WorkerPool pool(config, 1);
+  WorkerOutcome background;
+  std::thread compile([&] {
+    background =
+        pool.call({{"op", "hang"}}, CallLimits::fixed(seconds(120)), {}, CallKind::background);
+  });
+  std::string background_pid;
+  ASSERT_TRUE(eventually([&] {
+    std::ifstream in(log);
+    return static_cast<bool>(std::getline(in, background_pid));  // the first started is taken
+  }));
+  const fs::path begin = files.path() / "begin";
+  const fs::path go = files.path() / "go";
+  const fs::path done = files.path() / "done";
+  WorkerOutcome timed;
+  std::thread call([&] {
+    timed = pool.call(
+        {{"op", "timing"}, {"begin", begin.string()}, {"go", go.string()}, {"done", done.string()}},
+        seconds(60));
+  });
+  EXPECT_TRUE(eventually([&] { return process_state(background_pid) == 'S'; }));
+  std::ofstream(begin.string()).put('\n');
+  EXPECT_TRUE(eventually([&] { return process_state(background_pid) == 'T'; }))
+      << "the background worker ran on during the timing";
+  std::ofstream(go.string()).put('\n');
+  EXPECT_TRUE(eventually([&] { return process_state(background_pid) != 'T'; }));
+  std::ofstream(done.string()).put('\n');
+  call.join();
+  EXPECT_TRUE(timed.completed) << timed.failure;
+
+  const auto stopping = Clock::now();
+  pool.stop_background();
+  compile.join();
+  EXPECT_LT(seconds_since(stopping), 10.0);
+  EXPECT_FALSE(background.completed);
+  EXPECT_NE(background.failure.find("SIGKILL"), std::string::npos) << background.failure;
+  const WorkerOutcome refused =
+      pool.call({{"op", "echo"}}, CallLimits::fixed(seconds(30)), {}, CallKind::background);
+  EXPECT_FALSE(refused.completed);
+  EXPECT_EQ(refused.failure, "the pool stopped its background calls");
+  EXPECT_TRUE(pool.call({{"op", "echo"}}, seconds(30)).completed);  // judged calls go on
+}
+
 TEST(WorkerTest, ReportsACrashAndKeepsWorking) {
   testing::TempDir scratch;
   WorkerPool pool(fake_config(scratch.path()));

@@ -13,6 +13,7 @@
 
 #include "cuda/cuda_eval.hpp"
 #include "cuda/eval_server.hpp"
+#include "cuda/primer.hpp"
 #include "cuda/worker_pool.hpp"
 #include "mblast/error.hpp"
 #include "mblast/files.hpp"
@@ -39,6 +40,10 @@ std::size_t workers_ahead(const std::string& device) { return is_cuda_device(dev
 // cuDNN-autotuning step of 4.7 s, a channels-last step of 1.3 s, then 6.1 s waiting for a worker):
 // each wait lets one more be kept ahead, up to this many, as the eval server does.
 constexpr std::size_t kMostWorkersAheadOnGpu = 4;
+// A prebuild runs the candidate beside the one being judged, each within about twice eager's peak
+// memory (the judge's budget): up to this much eager memory both fit an 80 GB card with room to
+// spare.
+constexpr double kMostEagerBytesToPrebuild = 8.0 * (1u << 30);
 
 class CudaBackend final : public Backend {
  public:
@@ -128,6 +133,32 @@ class CudaBackend final : public Backend {
     if (workers_) workers_->set_prestarted(0);
   }
 
+  // A built-in candidate compiled ahead of its evaluation (primer.hpp): through the eval server
+  // where this run judges through it, so that its timing windows pause the prime; else in this
+  // backend's own pool. Only a GPU's, and only mblast's own candidates (their caches are trusted).
+  void prebuild(const fs::path& candidate) override {
+    if (!is_cuda_device(options_.device) || !trusted_.count(text_key(candidate))) return;
+    if (!eager_peak_bytes_ || *eager_peak_bytes_ > kMostEagerBytesToPrebuild) {
+      spdlog::debug("no prebuild: eager's peak memory is {}",
+                    eager_peak_bytes_ ? "too large" : "unknown");
+      return;
+    }
+    EvalOptions options = options_;
+    options.candidate = candidate;
+    if (via_server()) {
+      priming_via_server_ = prime_via_server(options, candidate, python_) || priming_via_server_;
+      return;
+    }
+    if (!primer_) primer_ = std::make_unique<Primer>(workers());
+    primer_->start(options, candidate);
+  }
+
+  void stop_prebuilding() override {
+    if (priming_via_server_) prime_via_server(options_, options_.problem, python_, true);
+    priming_via_server_ = false;
+    if (primer_) primer_->cancel();
+  }
+
  private:
   EvalResult judged_on(const fs::path& problem, const Artifact& artifact, bool compile_baseline) {
     EvalOptions options = options_;
@@ -140,11 +171,22 @@ class CudaBackend final : public Backend {
     // failed build needs no worker at all.
     if (!artifact.error && via_server()) {
       if (auto results = evaluate_via_server(options, {artifact.candidate}, python_)) {
-        return EvalResult::from_json(results->front());
+        return remembered(EvalResult::from_json(results->front()));
       }
     }
     // The loop's evaluations keep a worker started ahead for the next one.
-    return EvalResult::from_json(evaluate_artifact(options, artifact, workers()));
+    return remembered(EvalResult::from_json(evaluate_artifact(options, artifact, workers())));
+  }
+
+  // Eager's peak GPU memory, as the judge last reported it: a prebuild runs beside the judged
+  // candidate, so only small problems get one.
+  EvalResult remembered(EvalResult result) {
+    const auto memory = result.extra.find("memory");
+    if (memory != result.extra.end() && memory->is_object()) {
+      const auto peak = memory->value("eager_peak_bytes", nlohmann::json());
+      if (peak.is_number()) eager_peak_bytes_ = peak.get<double>();
+    }
+    return result;
   }
 
   bool via_server() const { return options_.use_server && eval_server_wanted(options_); }
@@ -168,6 +210,9 @@ class CudaBackend final : public Backend {
   fs::path python_;
   std::size_t prestarted_;
   std::unique_ptr<WorkerPool> workers_;
+  std::unique_ptr<Primer> primer_;  // after workers_, so destroyed before it
+  bool priming_via_server_ = false;
+  std::optional<double> eager_peak_bytes_;
   // Hashes of the candidate texts this backend's built-ins made from the problem's own code, or
   // from such a candidate: the ones whose compile caches are trusted (compile_cache.hpp).
   std::set<std::string> trusted_;

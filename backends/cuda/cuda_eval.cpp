@@ -242,6 +242,16 @@ nlohmann::json worker_eval_request(const EvalOptions& options, const fs::path& c
   };
 }
 
+nlohmann::json worker_prime_request(const EvalOptions& options, const fs::path& candidate,
+                                    const fs::path& cache_dir) {
+  nlohmann::json request = worker_eval_request(options, candidate, cache_dir, nlohmann::json());
+  request["op"] = "prime";
+  request["timing"] = nullptr;
+  request["profile"] = false;
+  request["baselines"] = nlohmann::json::array({"eager"});
+  return request;
+}
+
 nlohmann::json worker_ceilings_request(const std::string& device) {
   return {{"op", "ceilings"}, {"device", device}};
 }
@@ -252,8 +262,6 @@ fs::path default_cache_dir() {
   const char* home = std::getenv("HOME");
   return fs::path(home && *home ? home : ".") / ".cache" / "mblast";
 }
-
-namespace {
 
 CallLimits call_limits(const EvalOptions& options) {
   CallLimits limits;
@@ -267,6 +275,8 @@ CallLimits call_limits(const EvalOptions& options) {
 fs::path resolved_cache_dir(const EvalOptions& options) {
   return fs::absolute(options.cache_dir.empty() ? default_cache_dir() : options.cache_dir);
 }
+
+namespace {
 
 // -v: where the worker spent the evaluation, phase by phase.
 void log_phases(const fs::path& candidate, const nlohmann::json& result) {

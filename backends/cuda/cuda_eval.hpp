@@ -22,6 +22,14 @@ nlohmann::json worker_eval_request(const EvalOptions& options,
                                    const std::filesystem::path& cache_dir,
                                    const nlohmann::json& ceilings);
 nlohmann::json worker_ceilings_request(const std::string& device);
+// The prime op's request (primer.hpp): the eval request without timing or profiling.
+nlohmann::json worker_prime_request(const EvalOptions& options,
+                                    const std::filesystem::path& candidate,
+                                    const std::filesystem::path& cache_dir);
+// A request's limits from the options: --timeout, the compile allowance, the run's deadline.
+CallLimits call_limits(const EvalOptions& options);
+// options.cache_dir, else default_cache_dir(), absolute.
+std::filesystem::path resolved_cache_dir(const EvalOptions& options);
 
 // "cuda" or "cuda:N" (not "cpu").
 bool is_cuda_device(const std::string& device);

@@ -21,6 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cuda/cuda_eval.hpp"
+#include "cuda/primer.hpp"
 #include "cuda/worker_pool.hpp"
 #include "mblast/error.hpp"
 #include "mblast/process.hpp"
@@ -272,6 +273,20 @@ std::optional<std::vector<json>> evaluate_via_server(const EvalOptions& options,
   return std::nullopt;
 }
 
+bool prime_via_server(const EvalOptions& options, const fs::path& candidate, const fs::path& python,
+                      bool cancel) {
+  const auto dir = private_dir();
+  if (!dir) return false;
+  const std::string id = identity(options, python);
+  json request = {{"options", eval_options_to_json(options)},
+                  {"identity", id},
+                  {"candidates", json::array({fs::absolute(candidate).string()})},
+                  {"prime", cancel ? "cancel" : "start"}};
+  const auto response =
+      ask(socket_for(*dir, id), request.dump(-1, ' ', false, json::error_handler_t::replace));
+  return response && response->value("priming", false);
+}
+
 int run_eval_server(const fs::path& socket, const fs::path& python, const std::string& id) {
   const std::string lock_path = socket.string() + ".lock";
   const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -292,6 +307,7 @@ int run_eval_server(const fs::path& socket, const fs::path& python, const std::s
   spdlog::info("eval server {} listening on {} (idle limit {} s)", ::getpid(), socket.string(),
                idle_s);
   std::unique_ptr<WorkerPool> pool;
+  std::unique_ptr<Primer> primer;  // destroyed first: it stops its prime, which uses the pool
   const std::size_t prestart = env_count("MBLAST_EVAL_SERVER_PRESTART", "2");
   const std::size_t growth_limit = env_count("MBLAST_EVAL_SERVER_PRESTART_MAX", "4");
   int served = 0;
@@ -334,11 +350,22 @@ int run_eval_server(const fs::path& socket, const fs::path& python, const std::s
         // The steps of a run can come faster than workers start (10-16 s on the H200): five of
         // 20 steps of call 41 waited 4.8-11 s for one. Bursts raise how many are kept ahead.
         pool->set_growth_limit(std::max(prestart, growth_limit));
+        primer = std::make_unique<Primer>(*pool);
       }
-      auto results = evaluate_all(options, candidates, *pool, /*keep_prestarted=*/true);
-      ++served;
-      for (auto& r : results) r["eval_server"] = {{"pid", ::getpid()}, {"request", served}};
-      response = {{"results", results}};
+      const std::string prime = request.value("prime", std::string());
+      if (prime == "start") {
+        // Answered at once: the prime runs beside the requests that follow, paused while they
+        // time their candidates (the same pool).
+        response = {{"priming", !candidates.empty() && primer->start(options, candidates[0])}};
+      } else if (prime == "cancel") {
+        primer->cancel();
+        response = {{"priming", false}};
+      } else {
+        auto results = evaluate_all(options, candidates, *pool, /*keep_prestarted=*/true);
+        ++served;
+        for (auto& r : results) r["eval_server"] = {{"pid", ::getpid()}, {"request", served}};
+        response = {{"results", results}};
+      }
     } catch (const Error& e) {
       response = {
           {"error",

@@ -415,6 +415,7 @@ void WorkerPool::begin_quiet() {
   for (Started& waiting : started_) {
     if (waiting.worker) waiting.worker->pause();
   }
+  for (Worker* worker : background_) worker->pause();
 }
 
 void WorkerPool::end_quiet() {
@@ -423,6 +424,34 @@ void WorkerPool::end_quiet() {
   for (Started& waiting : started_) {
     if (waiting.worker) waiting.worker->resume();
   }
+  for (Worker* worker : background_) worker->resume();
+}
+
+bool WorkerPool::add_background(Worker* worker) {
+  const std::lock_guard lock(mutex_);
+  if (background_stopped_) return false;
+  background_.push_back(worker);
+  if (quiet_ > 0) worker->pause();
+  return true;
+}
+
+void WorkerPool::remove_background(Worker* worker) {
+  const std::lock_guard lock(mutex_);
+  std::erase(background_, worker);
+  worker->resume();  // its finish may have to wait for it to exit
+}
+
+void WorkerPool::kill_background() {
+  const std::lock_guard lock(mutex_);
+  for (Worker* worker : background_) worker->child.kill_group();
+}
+
+void WorkerPool::stop_background() {
+  {
+    const std::lock_guard lock(mutex_);
+    background_stopped_ = true;
+  }
+  kill_background();
 }
 
 CallLimits CallLimits::fixed(std::chrono::seconds total) {
@@ -493,13 +522,36 @@ class PhaseClock {
 }  // namespace
 
 WorkerOutcome WorkerPool::call(const json& request, const CallLimits& limits,
-                               const CompileCacheUse& compile_cache) {
+                               const CompileCacheUse& compile_cache, CallKind kind) {
   const auto taken = Clock::now();
   const std::unique_ptr<Worker> worker = take();
   Child& child = worker->child;
   WorkerOutcome outcome;
   outcome.sandbox = sandbox_;
+  // Registered for the whole exchange, so that the pool pauses or stops it; unregistered before
+  // any finish reaps it.
+  struct Background {
+    Background() = default;
+    Background(const Background&) = delete;  // one owner: a copy's end() would unregister
+    Background& operator=(const Background&) = delete;
+    WorkerPool* pool = nullptr;
+    Worker* worker = nullptr;
+    void end() {
+      if (pool) pool->remove_background(worker);
+      pool = nullptr;
+    }
+    ~Background() { end(); }
+  } background;
+  if (kind == CallKind::background) {
+    if (!add_background(worker.get())) {
+      outcome.failure = "the pool stopped its background calls";
+      return outcome;
+    }
+    background.pool = this;
+    background.worker = worker.get();
+  }
   const auto finish = [&](Child::Deadline deadline) {
+    background.end();
     ProcessResult result = child.finish(deadline);
     if (sandbox_ == "bwrap") unwrap_bwrap_status(result);
     outcome.stderr_tail = last_part(child.stderr_tail());

@@ -93,6 +93,10 @@ struct CompileCacheUse {
   bool keep = false;
 };
 
+// A judged call times its candidate; a background call (a prebuild's prime: compiling a candidate
+// ahead of its evaluation) is paused whenever another call times one, like the workers starting.
+enum class CallKind { judged, background };
+
 class WorkerPool {
  public:
   // Checks that config.python exists (mblast::Error otherwise) and starts `prestarted`
@@ -106,7 +110,12 @@ class WorkerPool {
   // the request and waits at most `timeout` for the answer. A failing worker is an outcome;
   // throws mblast::Error only when no worker process can be started at all.
   WorkerOutcome call(const nlohmann::json& request, const CallLimits& limits,
-                     const CompileCacheUse& compile_cache = {});
+                     const CompileCacheUse& compile_cache = {}, CallKind kind = CallKind::judged);
+  // Kills the workers of the background calls in flight: their calls return failures.
+  void kill_background();
+  // The same, and refuses new ones: before the pool is destroyed, while such a call may still
+  // run on another thread.
+  void stop_background();
   WorkerOutcome call(const nlohmann::json& request, std::chrono::seconds timeout) {
     return call(request, CallLimits::fixed(timeout));
   }
@@ -144,6 +153,9 @@ class WorkerPool {
   // they do not slow the host-bound forwards being timed. Counted, for concurrent calls.
   void begin_quiet();
   void end_quiet();
+  // A background call's worker, paused while quiet_; false once stop_background was called.
+  bool add_background(Worker* worker);
+  void remove_background(Worker* worker);
   void starter_loop();
   std::unique_ptr<Worker> start_worker() const;
 
@@ -158,10 +170,12 @@ class WorkerPool {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Started> started_;
-  std::size_t to_start_ = 0;  // requests the starter threads have not served yet
-  std::size_t starting_ = 0;  // workers the starter threads are starting right now
-  std::size_t waiting_ = 0;   // calls waiting in take()
-  std::size_t quiet_ = 0;     // calls in their timing phase
+  std::size_t to_start_ = 0;         // requests the starter threads have not served yet
+  std::size_t starting_ = 0;         // workers the starter threads are starting right now
+  std::size_t waiting_ = 0;          // calls waiting in take()
+  std::size_t quiet_ = 0;            // calls in their timing phase
+  std::vector<Worker*> background_;  // the workers of background calls in flight
+  bool background_stopped_ = false;
   bool stopping_ = false;
   // Last: they start running once everything above is set up. More than one, because a worker
   // takes longer to start (10-15 s on the H200: PyTorch, a CUDA context, torch.compile's stack)

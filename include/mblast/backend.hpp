@@ -134,6 +134,12 @@ class Backend {
   virtual void set_deadline(std::chrono::steady_clock::time_point until) = 0;
   // No worker is started ahead any more (the run is ending).
   virtual void stop_prestarting() {}
+  // Compiles a candidate the loop expects to judge next while the current one is judged
+  // (`optimize --prebuild`): what it compiles lands in caches the candidate's evaluation starts
+  // from. A hint: a backend may ignore it (no compile cache, an untrusted candidate).
+  virtual void prebuild(const std::filesystem::path& /*candidate*/) {}
+  // Stops a prebuild in flight (the run is ending).
+  virtual void stop_prebuilding() {}
 };
 
 // What a backend is made from: the judging options, and the Python with PyTorch that computes

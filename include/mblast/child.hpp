@@ -53,6 +53,9 @@ class Child {
 
   // SIGKILLs the group now and reaps the child.
   void kill();
+  // SIGKILLs the group without reaping, from another thread while one reads the child's output
+  // (it sees the end of it; its finish reaps). The caller makes sure that finish has not begun.
+  void kill_group();
 
   // SIGSTOPs / SIGCONTs the group: a child that must not compete for the machine for a while
   // (a worker starting while another one times its candidate).

@@ -46,6 +46,10 @@ struct OptimizeOptions {
   // where that is legal (correct), every later built-in candidate runs inside such a graph, so that
   // a region's or a transform's gain is measured where it will run.
   bool graph_first = false;
+  // While a step is judged, the built-in the selector would choose next (if the step changes
+  // nothing) is compiled in the background (Backend::prebuild), paused while a candidate is
+  // timed; its evaluation then starts from a warm compile cache (CUDA GPUs).
+  bool prebuild = false;
   // The weight of a KB attempt made on other hardware against one made here, in the technique
   // selector's statistics (SelectorConfig::other_hardware_weight): 0 ignores other hardware.
   double other_hardware_weight = 0.5;

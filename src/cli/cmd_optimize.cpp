@@ -197,6 +197,7 @@ const std::map<std::string, std::string>& option_keys() {
       {"--allow-bf16", "allow_bf16"},
       {"--regions", "regions"},
       {"--graph-first", "graph_first"},
+      {"--prebuild", "prebuild"},
       {"--profile", "profiler"},
       {"--ncu-kernels", "ncu_kernels"},
       {"--other-hardware-weight", "other_hardware_weight"},
@@ -296,6 +297,10 @@ void add_judge_options(CLI::App* cmd, OptimizeCommand& c) {
   cmd->add_flag("--graph-first", c.options.graph_first,
                 "Judge the whole model in a CUDA graph first; where that is correct, every later "
                 "built-in candidate is judged inside such a graph (CUDA GPUs)");
+  cmd->add_flag("--prebuild", c.options.prebuild,
+                "While a step is judged, compile the built-in the selector would choose next in "
+                "the background (paused while a candidate is timed), so that its evaluation "
+                "starts from a warm compile cache (CUDA GPUs)");
   cmd->add_option("--profile", c.options.judge.profiler,
                   "What profiles each candidate for the state classifier: torch (the PyTorch "
                   "profiler, default) or ncu (also Nsight Compute's counters: DRAM, L2 and SM "

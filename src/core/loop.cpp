@@ -416,6 +416,7 @@ std::optional<StepRecord> Loop::step(int iteration, int step_in_iteration, int g
   record.base = choice->base.file.filename().string();
   record.base_depth = choice->base.depth;
   for (const auto& again : choice->base.then) record.base_then.push_back(again.technique_id);
+  prebuild_next(*choice, global);
   const std::vector<Evaluation> evaluations = produce(*choice, global);
   record.claims_shown = std::exchange(claims_shown_, {});
   record.inner = evaluations.back().inner.filename().string();
@@ -508,7 +509,7 @@ std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
     const Selection selection = select_technique(
         eligible.techniques, stats, choice.state.state_id, options_.judge.backend, hardware_,
         selector, options_.judge.seed * 1000003u + static_cast<std::uint64_t>(global));
-    log_choice(global, at.id, choice.state, selection);
+    if (!predicting_) log_choice(global, at.id, choice.state, selection);
     if (selection.technique_id.empty()) continue;
     choice.arm = arm_evidence(selection, at.region_signature);
     choice.technique = *kb_.technique(selection.technique_id);
@@ -773,10 +774,51 @@ void Loop::drop_first_builtins_with_nothing_to_change(
   }
 }
 
+namespace {
+
+// The backend's transform of a built-in choice: the technique's, then the base's re-applied ones.
+std::string builtin_transform(const TechniqueRow& technique, const Base& base) {
+  std::string transform = technique.builtin ? technique.builtin->transform : std::string();
+  for (const auto& again : base.then) transform += "+" + again.transform;
+  return transform;
+}
+
+}  // namespace
+
+// --prebuild: the built-in the selector would choose after this step if the step changed
+// nothing, made now and handed to the backend to compile while this step is judged. A wrong
+// guess costs only the background compile.
+void Loop::prebuild_next(const Choice& choice, int global) {
+  if (!options_.prebuild || graph_round_ == GraphRound::pending) return;
+  const std::pair<std::string, std::string> judged{
+      choice.base.file.string(),
+      tried_name(choice.technique.id, slots_[choice.slot].id, choice.base)};
+  const bool added = tried_.insert(judged).second;
+  predicting_ = true;
+  std::optional<Choice> next;
+  try {
+    std::string why_none;
+    next = choose(global + 1, why_none);
+  } catch (const Error& e) {
+    spdlog::debug("--prebuild: no guess at step {}'s choice: {}", global + 1, e.what());
+  }
+  predicting_ = false;
+  if (added) tried_.erase(judged);
+  if (!next || next->technique.implementer != "builtin" || next->slot != choice.slot) return;
+  const std::string transform = builtin_transform(next->technique, next->base);
+  const auto made = backend_.builtin(transform, next->base.file, next->base.is_reference(),
+                                     slots_[next->slot].ops);
+  if (!made.source) return;
+  const fs::path file = run_.save_prebuilt(fmt::format("s{:03d}-{}", global + 1, transform),
+                                           *made.source, backend_.traits().candidate_extension);
+  if (file.empty()) return;
+  spdlog::debug("--prebuild: step {} may choose {}; compiling {} meanwhile", global + 1,
+                next->technique.id, file.filename().string());
+  backend_.prebuild(file);
+}
+
 Evaluation Loop::builtin(const Choice& choice, int global) {
-  std::string transform =
-      choice.technique.builtin ? choice.technique.builtin->transform : std::string();
-  for (const auto& again : choice.base.then) transform += "+" + again.transform;
+  const std::string transform = builtin_transform(choice.technique, choice.base);
   const auto made = backend_.builtin(transform, choice.base.file, choice.base.is_reference(),
                                      slots_[choice.slot].ops);
   if (!made.source) {
@@ -1004,6 +1046,7 @@ void Loop::judge_compile_baseline() {
 RunSummary Loop::finish(const std::string& status, const std::string& reason) {
   if (status == "finished" || status == "exhausted") judge_compile_baseline();
   backend_.stop_prestarting();
+  backend_.stop_prebuilding();
   const Usage u = usage();
   RunSummary r;
   r.status = status;

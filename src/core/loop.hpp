@@ -120,6 +120,7 @@ class Loop {
                                                          const Slot& slot,
                                                          const Classification& state, int global);
   optimize_detail::Evaluation builtin(const Choice& choice, int global);
+  void prebuild_next(const Choice& choice, int global);
   // The graph-first round (loop_model_level.cpp, with add_region_slots).
   enum class GraphRound { off, pending, legal, illegal };
   std::optional<Choice> graph_round_choice(const Classification& state,
@@ -178,6 +179,7 @@ class Loop {
   optimize_detail::Current current_;
   std::optional<optimize_detail::BestCandidate> best_;
   optimize_detail::Tried tried_;
+  bool predicting_ = false;  // choose() guessing the next step's choice for --prebuild: no log
   std::set<std::string> changes_nothing_;  // "first" built-ins with nothing to change here
   std::vector<TrajectoryStep> rollout_;    // this iteration's steps, for the critic
   std::vector<std::string> heavy_ops_;

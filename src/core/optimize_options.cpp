@@ -23,6 +23,7 @@ nlohmann::json options_to_json(const OptimizeOptions& o) {
        {"allow_bf16", o.allow_bf16},
        {"regions", o.regions},
        {"graph_first", o.graph_first},
+       {"prebuild", o.prebuild},
        {"other_hardware_weight", o.other_hardware_weight},
        {"kb", o.kb.string()},
        {"out", o.out.string()},
@@ -81,6 +82,7 @@ OptimizeOptions options_from_json(const nlohmann::json& j) {
     read_field(j, "allow_bf16", o.allow_bf16);
     read_field(j, "regions", o.regions);
     read_field(j, "graph_first", o.graph_first);
+    read_field(j, "prebuild", o.prebuild);
     read_field(j, "other_hardware_weight", o.other_hardware_weight);
     text.clear();
     read_field(j, "kb", text);

@@ -130,6 +130,19 @@ fs::path RunDir::save_candidate(const std::string& stem, const std::string& sour
   return file;
 }
 
+fs::path RunDir::save_prebuilt(const std::string& stem, const std::string& source,
+                               const std::string& extension) const {
+  const fs::path file =
+      path_ / "prebuild" / (stem + "-" + sha256_hex(source).substr(0, 12) + extension);
+  try {
+    fs::create_directories(file.parent_path());
+    if (!fs::exists(file)) write_file_atomically(file, source);
+  } catch (const std::exception&) {
+    return {};
+  }
+  return file;
+}
+
 std::optional<EvalResult> RunDir::stored_result(const fs::path& candidate) const {
   fs::path file = candidate;
   file.replace_extension(".json");

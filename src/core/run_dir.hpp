@@ -40,6 +40,10 @@ class RunDir {
   // Writes `source` as candidates/<stem>-<hash12><extension> unless it is there; returns its path.
   std::filesystem::path save_candidate(const std::string& stem, const std::string& source,
                                        const std::string& extension = ".py") const;
+  // A candidate made ahead of its step (--prebuild) under prebuild/: never judged from there, so
+  // nothing of the run (reports, resumes) reads it. Empty when it could not be written.
+  std::filesystem::path save_prebuilt(const std::string& stem, const std::string& source,
+                                      const std::string& extension) const;
 
   // The judge's result stored for a candidate file, if it was judged.
   std::optional<EvalResult> stored_result(const std::filesystem::path& candidate) const;

@@ -181,6 +181,8 @@ class WorkloadsBackend final : public Backend {
     inner_->set_deadline(until);
   }
   void stop_prestarting() override { inner_->stop_prestarting(); }
+  void prebuild(const fs::path& candidate) override { inner_->prebuild(candidate); }
+  void stop_prebuilding() override { inner_->stop_prebuilding(); }
 
  private:
   std::unique_ptr<Backend> inner_;

@@ -271,6 +271,12 @@ void Child::kill() {
   state_->reap_now();
 }
 
+void Child::kill_group() {
+  // Only the signal: the reading thread owns the rest of the state (reaped stays false until
+  // its finish, which must come after this call).
+  if (state_ && !state_->reaped) ::kill(-state_->pid, SIGKILL);
+}
+
 void Child::pause() {
   if (state_) state_->signal_group(SIGSTOP);
 }

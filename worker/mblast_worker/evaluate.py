@@ -1,4 +1,4 @@
-"""The eval op: verification trials, anti-cheat checks, then timing.
+"""The eval op: verification trials, anti-cheat checks, then timing; and the prime op.
 
 Memory is poisoned before every candidate call and the float64 reference of a trial is
 computed (or read) after the candidate has run, so a candidate cannot pick up the
@@ -44,6 +44,16 @@ def evaluate(s: Session) -> None:
     if v.error_kind not in ("shape", "dtype"):
         _after_trials(s, v)
     _finish(s, v)
+
+
+def prime(s: Session) -> None:
+    """The prime op: the candidate's first call and nothing else, so that its lazy compilation
+    (torch.compile, Triton, cuDNN's autotuning) fills the compile caches a later eval of the same
+    candidate starts from. Nothing is judged: the eval op judges the candidate."""
+    seed = s.req.seeds[0]
+    with s.phases.phase("first_call"):
+        s.call_candidate(s.make_inputs(seed), seed, PoisonMode.NAN)
+    s.resp.primed = True
 
 
 def _base_tolerance(s: Session) -> Tol:

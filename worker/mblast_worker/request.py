@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Optional
 
 from .errors import RequestError
 
-OPS = ("eval", "check_task", "ceilings")
+OPS = ("eval", "prime", "check_task", "ceilings")
 POLICIES = ("eager-widened", "strict")
 BASELINES = ("eager", "compile")
 PROFILERS = ("torch", "ncu")
@@ -113,8 +113,8 @@ def parse_request(raw: Any, default_device: str = "cpu") -> Request:
     if op not in OPS:
         raise RequestError(f"unknown op {op!r}; expected one of {', '.join(OPS)}")
     req = Request(op=op)
-    req.problem = _abs_path(raw, "problem", required=op in ("eval", "check_task"))
-    req.candidate = _abs_path(raw, "candidate", required=op == "eval")
+    req.problem = _abs_path(raw, "problem", required=op in ("eval", "prime", "check_task"))
+    req.candidate = _abs_path(raw, "candidate", required=op in ("eval", "prime"))
     req.device = _typed(raw, "device", (str,), default_device)
     seeds = _typed(raw, "seeds", (list,), [1, 2, 3, 4, 5])
     if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
