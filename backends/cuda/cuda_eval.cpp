@@ -244,9 +244,10 @@ nlohmann::json worker_eval_request(const EvalOptions& options, const fs::path& c
 
 nlohmann::json worker_prime_request(const EvalOptions& options, const fs::path& candidate,
                                     const fs::path& cache_dir) {
+  // "timing" stays as the eval's: its autograd setting is the grad mode of every candidate call,
+  // and a graph compiled in another grad mode is another cache entry.
   nlohmann::json request = worker_eval_request(options, candidate, cache_dir, nlohmann::json());
   request["op"] = "prime";
-  request["timing"] = nullptr;
   request["profile"] = false;
   request["baselines"] = nlohmann::json::array({"eager"});
   return request;

@@ -22,7 +22,8 @@ nlohmann::json worker_eval_request(const EvalOptions& options,
                                    const std::filesystem::path& cache_dir,
                                    const nlohmann::json& ceilings);
 nlohmann::json worker_ceilings_request(const std::string& device);
-// The prime op's request (primer.hpp): the eval request without timing or profiling.
+// The prime op's request (primer.hpp): the eval request, without profiling; the worker times
+// nothing for it, but calls the candidate in the grad mode the eval's timing asks for.
 nlohmann::json worker_prime_request(const EvalOptions& options,
                                     const std::filesystem::path& candidate,
                                     const std::filesystem::path& cache_dir);

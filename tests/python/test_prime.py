@@ -33,3 +33,14 @@ def test_a_prime_needs_a_candidate(tmp_path: Path) -> None:
     del req["candidate"]
     run = run_worker(req, tmp_path)
     assert run.response is not None and "candidate" in (run.response["error"] or "")
+
+
+def test_a_prime_calls_the_candidate_in_the_grad_mode_of_the_evals_timing(tmp_path: Path) -> None:
+    """A graph compiled in another grad mode is another cache entry: the prime calls the candidate
+    as the eval will, recording autograd where the timing asks for it."""
+    probe = cpu_candidate("needs_grad_mode")
+    recording = evaluate(prime_request(probe, timing={"runs": 1, "warmup": 0, "autograd": True}), tmp_path / "a")
+    assert recording["primed"] is True, recording["error"]
+    not_recording = evaluate(prime_request(probe, timing={"runs": 1, "warmup": 0, "autograd": False}), tmp_path / "b")
+    assert not_recording["primed"] is None
+    assert "without autograd recording" in (not_recording["error"] or "")

@@ -49,7 +49,9 @@ def evaluate(s: Session) -> None:
 def prime(s: Session) -> None:
     """The prime op: the candidate's first call and nothing else, so that its lazy compilation
     (torch.compile, Triton, cuDNN's autotuning) fills the compile caches a later eval of the same
-    candidate starts from. Nothing is judged: the eval op judges the candidate."""
+    candidate starts from. Nothing is judged or timed: the eval op judges the candidate. The call
+    runs in the grad mode the request's timing asks for, as the eval's calls do (a graph compiled
+    in another grad mode is another cache entry)."""
     seed = s.req.seeds[0]
     with s.phases.phase("first_call"):
         s.call_candidate(s.make_inputs(seed), seed, PoisonMode.NAN)
