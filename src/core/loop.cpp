@@ -790,31 +790,42 @@ std::string builtin_transform(const TechniqueRow& technique, const Base& base) {
 // guess costs only the background compile.
 void Loop::prebuild_next(const Choice& choice, int global) {
   if (!options_.prebuild || graph_round_ == GraphRound::pending) return;
+  try {
+    const std::optional<Choice> next = guess_next_choice(choice, global);
+    // Only the same slot's: which slot goes next depends on this step's outcome.
+    if (!next || next->technique.implementer != "builtin" || next->slot != choice.slot) return;
+    const std::string transform = builtin_transform(next->technique, next->base);
+    const auto made = backend_.builtin(transform, next->base.file, next->base.is_reference(),
+                                       slots_[next->slot].ops);
+    if (!made.source) return;
+    const fs::path file = run_.save_prebuilt(fmt::format("s{:03d}-{}", global + 1, transform),
+                                             *made.source, backend_.traits().candidate_extension);
+    if (file.empty()) return;
+    spdlog::debug("--prebuild: step {} may choose {}; compiling {} meanwhile", global + 1,
+                  next->technique.id, file.filename().string());
+    backend_.prebuild(file);
+  } catch (const std::exception& e) {  // a guess never fails the step it was made for
+    spdlog::debug("--prebuild: no guess at step {}: {}", global + 1, e.what());
+  }
+}
+
+// The selector's choice for the next step if `choice` changed nothing: with it counted as tried.
+std::optional<Loop::Choice> Loop::guess_next_choice(const Choice& choice, int global) {
   const std::pair<std::string, std::string> judged{
       choice.base.file.string(),
       tried_name(choice.technique.id, slots_[choice.slot].id, choice.base)};
-  const bool added = tried_.insert(judged).second;
+  struct Guessing {
+    Loop& loop;
+    std::pair<std::string, std::string> judged;
+    bool added;
+    ~Guessing() {
+      loop.predicting_ = false;
+      if (added) loop.tried_.erase(judged);
+    }
+  } guessing{*this, judged, tried_.insert(judged).second};
   predicting_ = true;
-  std::optional<Choice> next;
-  try {
-    std::string why_none;
-    next = choose(global + 1, why_none);
-  } catch (const Error& e) {
-    spdlog::debug("--prebuild: no guess at step {}'s choice: {}", global + 1, e.what());
-  }
-  predicting_ = false;
-  if (added) tried_.erase(judged);
-  if (!next || next->technique.implementer != "builtin" || next->slot != choice.slot) return;
-  const std::string transform = builtin_transform(next->technique, next->base);
-  const auto made = backend_.builtin(transform, next->base.file, next->base.is_reference(),
-                                     slots_[next->slot].ops);
-  if (!made.source) return;
-  const fs::path file = run_.save_prebuilt(fmt::format("s{:03d}-{}", global + 1, transform),
-                                           *made.source, backend_.traits().candidate_extension);
-  if (file.empty()) return;
-  spdlog::debug("--prebuild: step {} may choose {}; compiling {} meanwhile", global + 1,
-                next->technique.id, file.filename().string());
-  backend_.prebuild(file);
+  std::string why_none;
+  return choose(global + 1, why_none);
 }
 
 Evaluation Loop::builtin(const Choice& choice, int global) {

@@ -121,6 +121,7 @@ class Loop {
                                                          const Classification& state, int global);
   optimize_detail::Evaluation builtin(const Choice& choice, int global);
   void prebuild_next(const Choice& choice, int global);
+  std::optional<Choice> guess_next_choice(const Choice& choice, int global);
   // The graph-first round (loop_model_level.cpp, with add_region_slots).
   enum class GraphRound { off, pending, legal, illegal };
   std::optional<Choice> graph_round_choice(const Classification& state,
