@@ -175,6 +175,7 @@ class CudaBackend final : public Backend {
       }
     }
     // The loop's evaluations keep a worker started ahead for the next one.
+    if (primer_) primer_->await(artifact.candidate);
     return remembered(EvalResult::from_json(evaluate_artifact(options, artifact, workers())));
   }
 

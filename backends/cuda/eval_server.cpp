@@ -361,6 +361,7 @@ int run_eval_server(const fs::path& socket, const fs::path& python, const std::s
         primer->cancel();
         response = {{"priming", false}};
       } else {
+        for (const auto& candidate : candidates) primer->await(candidate);
         auto results = evaluate_all(options, candidates, *pool, /*keep_prestarted=*/true);
         ++served;
         for (auto& r : results) r["eval_server"] = {{"pid", ::getpid()}, {"request", served}};

@@ -6,6 +6,8 @@
 
 #include "cuda/compile_cache.hpp"
 #include "cuda/cuda_eval.hpp"
+#include "mblast/files.hpp"
+#include "mblast/support.hpp"
 
 namespace mblast {
 
@@ -27,10 +29,17 @@ bool prime_candidate(const EvalOptions& options, const fs::path& candidate, Work
   return primed;
 }
 
+namespace {
+
+std::string text_hash(const fs::path& file) { return sha256_hex(read_file(file).value_or("")); }
+
+}  // namespace
+
 bool Primer::start(const EvalOptions& options, const fs::path& candidate) {
   const std::lock_guard lock(mutex_);
   if (stopped_ || busy_.exchange(true)) return false;
   if (thread_.joinable()) thread_.join();  // the last prime, finished
+  text_hash_ = text_hash(candidate);
   thread_ = std::thread([this, options, candidate] {
     try {
       prime_candidate(options, candidate, workers_);
@@ -40,6 +49,15 @@ bool Primer::start(const EvalOptions& options, const fs::path& candidate) {
     busy_ = false;
   });
   return true;
+}
+
+void Primer::await(const fs::path& candidate) {
+  const std::lock_guard lock(mutex_);
+  if (!busy_ || !thread_.joinable() || text_hash_ != text_hash(candidate)) return;
+  const auto started = std::chrono::steady_clock::now();
+  thread_.join();
+  spdlog::debug("{} waited {:.2f} s for its prebuild", candidate.filename().string(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
 }
 
 void Primer::stop() {

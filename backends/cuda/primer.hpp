@@ -8,6 +8,7 @@
 #include <atomic>
 #include <filesystem>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "cuda/worker_pool.hpp"
@@ -31,6 +32,9 @@ class Primer {
   // Starts priming `candidate` of options.problem; false (nothing started) while a prime is in
   // flight or after stop().
   bool start(const EvalOptions& options, const std::filesystem::path& candidate);
+  // Waits for the prime in flight where it is of `candidate`'s text: the candidate's evaluation
+  // then starts from what the prime compiled instead of compiling it again beside it.
+  void await(const std::filesystem::path& candidate);
   // Kills a prime in flight (the run it was for has ended).
   void cancel() { workers_.kill_background(); }
   // Kills a prime in flight and waits for its thread; later starts are refused.
@@ -38,8 +42,9 @@ class Primer {
 
  private:
   WorkerPool& workers_;
-  std::mutex mutex_;  // guards thread_ and stopped_
+  std::mutex mutex_;  // guards thread_, text_hash_ and stopped_
   std::thread thread_;
+  std::string text_hash_;  // of the candidate primed last
   std::atomic<bool> busy_{false};
   bool stopped_ = false;
 };
