@@ -152,16 +152,31 @@ bool eventually(const std::function<bool()>& condition) {
   return condition();
 }
 
+// Fake workers that append their pids to `log` as they start; no sandbox, so that the pids are
+// as seen here and the workers may write outside their folder.
+WorkerConfig logging_config(const fs::path& scratch_root, const fs::path& log) {
+  WorkerConfig config = fake_config(scratch_root);
+  config.env["FAKE_WORKER_START_LOG"] = log.string();
+  config.isolate_network = false;
+  return config;
+}
+
+// The fake worker's "timing" request: "timing" once `dir`/begin exists, "timed" once go does, the
+// answer once done does.
+json timing_request(const fs::path& dir) {
+  return {{"op", "timing"},
+          {"begin", (dir / "begin").string()},
+          {"go", (dir / "go").string()},
+          {"done", (dir / "done").string()}};
+}
+
 // A worker started while another one times its candidate is stopped until the timing is over,
 // and its start deadline does not run meanwhile.
 TEST(WorkerTest, PausesStartingWorkersWhileACandidateIsTimed) {
   testing::TempDir scratch;
   testing::TempDir files;
   const fs::path log = files.path() / "starts.log";
-  WorkerConfig config = fake_config(scratch.path());
-  config.env["FAKE_WORKER_START_LOG"] = log.string();
-  config.isolate_network = false;  // the workers write outside their folder; pids as seen here
-  WorkerPool pool(config, 1);
+  WorkerPool pool(logging_config(scratch.path(), log), 1);
   const auto started_pids = [&] {
     std::ifstream in(log);
     std::vector<std::string> pids;
@@ -173,11 +188,7 @@ TEST(WorkerTest, PausesStartingWorkersWhileACandidateIsTimed) {
   const fs::path go = files.path() / "go";
   const fs::path done = files.path() / "done";
   WorkerOutcome outcome;
-  std::thread call([&] {
-    const json request = {
-        {"op", "timing"}, {"begin", begin.string()}, {"go", go.string()}, {"done", done.string()}};
-    outcome = pool.call(request, seconds(60));
-  });
+  std::thread call([&] { outcome = pool.call(timing_request(files.path()), seconds(60)); });
   // Three workers have started (the spare of this call among them) before the timing begins.
   const bool all_started = eventually([&] { return started_pids().size() >= 3; });
   std::ofstream(begin.string()).put('\n');
@@ -214,10 +225,7 @@ TEST(WorkerTest, PausesBackgroundCallsWhileACandidateIsTimedAndStopsThem) {
   testing::TempDir scratch;
   testing::TempDir files;
   const fs::path log = files.path() / "starts.log";
-  WorkerConfig config = fake_config(scratch.path());
-  config.env["FAKE_WORKER_START_LOG"] = log.string();
-  config.isolate_network = false;  // the workers write outside their folder; pids as seen here
-  WorkerPool pool(config, 1);
+  WorkerPool pool(logging_config(scratch.path(), log), 1);
   WorkerOutcome background;
   std::thread compile([&] {
     background =
@@ -232,11 +240,7 @@ TEST(WorkerTest, PausesBackgroundCallsWhileACandidateIsTimedAndStopsThem) {
   const fs::path go = files.path() / "go";
   const fs::path done = files.path() / "done";
   WorkerOutcome timed;
-  std::thread call([&] {
-    timed = pool.call(
-        {{"op", "timing"}, {"begin", begin.string()}, {"go", go.string()}, {"done", done.string()}},
-        seconds(60));
-  });
+  std::thread call([&] { timed = pool.call(timing_request(files.path()), seconds(60)); });
   EXPECT_TRUE(eventually([&] { return process_state(background_pid) == 'S'; }));
   std::ofstream(begin.string()).put('\n');
   EXPECT_TRUE(eventually([&] { return process_state(background_pid) == 'T'; }))

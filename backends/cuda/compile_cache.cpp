@@ -39,6 +39,10 @@ bool prepare_compile_cache_mount_point(const fs::path& mount_point) {
   return ours;
 }
 
+std::string candidate_text_key(const fs::path& candidate) {
+  return sha256_hex(read_file(candidate).value_or(""));
+}
+
 fs::path problem_compile_cache(const fs::path& cache_dir, const fs::path& problem) {
   std::error_code ec;
   std::string key = fs::absolute(problem, ec).string();

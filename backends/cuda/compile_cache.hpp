@@ -15,6 +15,7 @@
 // (a kernel would write into a folder of a worker long gone).
 #include <cstdint>
 #include <filesystem>
+#include <string>
 
 namespace mblast {
 
@@ -30,6 +31,10 @@ std::filesystem::path compile_cache_mount_point();
 // Creates the mount point if missing; false (and why, in the log) when it is not a folder of
 // ours, so that a link someone else put there is never mounted over.
 bool prepare_compile_cache_mount_point(const std::filesystem::path& mount_point);
+
+// A candidate file's text, hashed: the key of the texts whose caches are trusted, and of a
+// prebuild's prime (primer.hpp). An unreadable file has the empty text's key.
+std::string candidate_text_key(const std::filesystem::path& candidate);
 
 // The shared folder of `problem` (a file, or a SOL problem folder) under mblast's cache.
 std::filesystem::path problem_compile_cache(const std::filesystem::path& cache_dir,

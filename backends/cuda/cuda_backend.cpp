@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "cuda/compile_cache.hpp"
 #include "cuda/cuda_eval.hpp"
 #include "cuda/eval_server.hpp"
 #include "cuda/primer.hpp"
@@ -97,7 +98,7 @@ class CudaBackend final : public Backend {
                   const std::vector<std::string>& region_ops) override {
     const fs::path base = current_is_reference ? options_.problem : current;
     Builtin made = builtin_candidate(python_, transform, base, !current_is_reference, region_ops);
-    if (made.source && (current_is_reference || trusted_.count(text_key(current))))
+    if (made.source && (current_is_reference || trusted_.count(candidate_text_key(current))))
       trusted_.insert(sha256_hex(*made.source));
     return made;
   }
@@ -137,7 +138,7 @@ class CudaBackend final : public Backend {
   // where this run judges through it, so that its timing windows pause the prime; else in this
   // backend's own pool. Only a GPU's, and only mblast's own candidates (their caches are trusted).
   void prebuild(const fs::path& candidate) override {
-    if (!is_cuda_device(options_.device) || !trusted_.count(text_key(candidate))) return;
+    if (!is_cuda_device(options_.device) || !trusted_.count(candidate_text_key(candidate))) return;
     if (!eager_peak_bytes_ || *eager_peak_bytes_ > kMostEagerBytesToPrebuild) {
       spdlog::debug("no prebuild: eager's peak memory is {}",
                     eager_peak_bytes_ ? "too large" : "unknown");
@@ -165,7 +166,7 @@ class CudaBackend final : public Backend {
     options.problem = problem;
     options.candidate = artifact.candidate;
     options.compile_baseline = compile_baseline;
-    options.keep_compile_cache = trusted_.count(text_key(artifact.candidate)) > 0;
+    options.keep_compile_cache = trusted_.count(candidate_text_key(artifact.candidate)) > 0;
     // Through the eval server, whose workers outlive this run: the runs of a batch after the
     // first find one started. It rebuilds the candidate from the shared build cache (a hit); a
     // failed build needs no worker at all.
@@ -191,10 +192,6 @@ class CudaBackend final : public Backend {
   }
 
   bool via_server() const { return options_.use_server && eval_server_wanted(options_); }
-
-  static std::string text_key(const fs::path& file) {
-    return sha256_hex(read_file(file).value_or(""));
-  }
 
   // Started on first use, so that `mblast eval` through the eval server starts none here.
   WorkerPool& workers() {

@@ -237,6 +237,19 @@ std::optional<std::vector<json>> answer(const json& response) {
   return response.value("results", json::array()).get<std::vector<json>>();
 }
 
+// What a client sends the server of `id`: the options and the candidates, by absolute path.
+json server_request(const EvalOptions& options, const std::string& id,
+                    const std::vector<fs::path>& candidates) {
+  json request = {
+      {"options", eval_options_to_json(options)}, {"identity", id}, {"candidates", json::array()}};
+  for (const auto& c : candidates) request["candidates"].push_back(fs::absolute(c).string());
+  return request;
+}
+
+std::string line_of(const json& request) {
+  return request.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 }  // namespace
 
 bool eval_server_wanted(const EvalOptions& options) {
@@ -253,10 +266,7 @@ std::optional<std::vector<json>> evaluate_via_server(const EvalOptions& options,
   if (!dir) return std::nullopt;
   const std::string id = identity(options, python);
   const fs::path socket = socket_for(*dir, id);
-  json request = {
-      {"options", eval_options_to_json(options)}, {"identity", id}, {"candidates", json::array()}};
-  for (const auto& c : candidates) request["candidates"].push_back(fs::absolute(c).string());
-  const std::string text = request.dump(-1, ' ', false, json::error_handler_t::replace);
+  const std::string text = line_of(server_request(options, id, candidates));
   if (auto response = ask(socket, text)) return answer(*response);
   start_server(socket, python, id);
   const auto until = Clock::now() + kStartWait;
@@ -278,12 +288,9 @@ bool prime_via_server(const EvalOptions& options, const fs::path& candidate, con
   const auto dir = private_dir();
   if (!dir) return false;
   const std::string id = identity(options, python);
-  json request = {{"options", eval_options_to_json(options)},
-                  {"identity", id},
-                  {"candidates", json::array({fs::absolute(candidate).string()})},
-                  {"prime", cancel ? "cancel" : "start"}};
-  const auto response =
-      ask(socket_for(*dir, id), request.dump(-1, ' ', false, json::error_handler_t::replace));
+  json request = server_request(options, id, {candidate});
+  request["prime"] = cancel ? "cancel" : "start";
+  const auto response = ask(socket_for(*dir, id), line_of(request));
   return response && response->value("priming", false);
 }
 

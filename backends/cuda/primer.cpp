@@ -6,8 +6,6 @@
 
 #include "cuda/compile_cache.hpp"
 #include "cuda/cuda_eval.hpp"
-#include "mblast/files.hpp"
-#include "mblast/support.hpp"
 
 namespace mblast {
 
@@ -29,17 +27,11 @@ bool prime_candidate(const EvalOptions& options, const fs::path& candidate, Work
   return primed;
 }
 
-namespace {
-
-std::string text_hash(const fs::path& file) { return sha256_hex(read_file(file).value_or("")); }
-
-}  // namespace
-
 bool Primer::start(const EvalOptions& options, const fs::path& candidate) {
   const std::lock_guard lock(mutex_);
   if (stopped_ || busy_.exchange(true)) return false;
   if (thread_.joinable()) thread_.join();  // the last prime, finished
-  text_hash_ = text_hash(candidate);
+  text_key_ = candidate_text_key(candidate);
   thread_ = std::thread([this, options, candidate] {
     try {
       prime_candidate(options, candidate, workers_);
@@ -53,7 +45,7 @@ bool Primer::start(const EvalOptions& options, const fs::path& candidate) {
 
 void Primer::await(const fs::path& candidate) {
   const std::lock_guard lock(mutex_);
-  if (!busy_ || !thread_.joinable() || text_hash_ != text_hash(candidate)) return;
+  if (!busy_ || !thread_.joinable() || text_key_ != candidate_text_key(candidate)) return;
   const auto started = std::chrono::steady_clock::now();
   thread_.join();
   spdlog::debug("{} waited {:.2f} s for its prebuild", candidate.filename().string(),

@@ -42,9 +42,9 @@ class Primer {
 
  private:
   WorkerPool& workers_;
-  std::mutex mutex_;  // guards thread_, text_hash_ and stopped_
+  std::mutex mutex_;  // guards thread_, text_key_ and stopped_
   std::thread thread_;
-  std::string text_hash_;  // of the candidate primed last
+  std::string text_key_;  // of the candidate primed last
   std::atomic<bool> busy_{false};
   bool stopped_ = false;
 };

@@ -122,25 +122,31 @@ void RunDir::append_step(const nlohmann::json& step) const {
               step.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
-fs::path RunDir::save_candidate(const std::string& stem, const std::string& source,
-                                const std::string& extension) const {
-  const fs::path file =
-      path_ / "candidates" / (stem + "-" + sha256_hex(source).substr(0, 12) + extension);
+namespace {
+
+// `folder`/<stem>-<hash12><extension>, written unless it is there.
+fs::path save_source(const fs::path& folder, const std::string& stem, const std::string& source,
+                     const std::string& extension) {
+  const fs::path file = folder / (stem + "-" + sha256_hex(source).substr(0, 12) + extension);
   if (!fs::exists(file)) write_file_atomically(file, source);
   return file;
 }
 
+}  // namespace
+
+fs::path RunDir::save_candidate(const std::string& stem, const std::string& source,
+                                const std::string& extension) const {
+  return save_source(path_ / "candidates", stem, source, extension);
+}
+
 fs::path RunDir::save_prebuilt(const std::string& stem, const std::string& source,
                                const std::string& extension) const {
-  const fs::path file =
-      path_ / "prebuild" / (stem + "-" + sha256_hex(source).substr(0, 12) + extension);
   try {
-    fs::create_directories(file.parent_path());
-    if (!fs::exists(file)) write_file_atomically(file, source);
+    fs::create_directories(path_ / "prebuild");
+    return save_source(path_ / "prebuild", stem, source, extension);
   } catch (const std::exception&) {
     return {};
   }
-  return file;
 }
 
 std::optional<EvalResult> RunDir::stored_result(const fs::path& candidate) const {
