@@ -19,6 +19,7 @@
 # ARM="--regions", ARM="--graph-first --regions" (OUT apart per arm). BUNDLE=DIR runs another bundle
 # than .device (issue 27, item 4: BUNDLE=.device-old, a bundle of 3a8e774 with the old state
 # catalogue, OUT apart; `mblast report` prints how often the first choice was the winner).
+# BEST_OF=0 skips the controls (arms_ab.sh judges two arms of mblast against each other).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 levels=${1:-1 2 3}
@@ -37,7 +38,7 @@ for level in $levels; do
   scripts/run_kernelbench.sh --level "$level" --kernelbench .kb --problems "$problems" --gpus "$gpus" \
     --out "$batch" --mblast "$bundle/mblast" -- --llm none --iterations 1 --steps "$max_evals" \
     --max-evaluations "$max_evals" ${TIME_LIMIT:+--time-limit "$TIME_LIMIT"} ${ARM:-} >>"$batch.log" 2>&1 || echo "level $level: run_kernelbench.sh exit $?"
-  python3 benchmarks/h200/best_of.py --kernelbench .kb --level "$level" --problems "$problems" \
+  [ "${BEST_OF:-1}" = 0 ] || python3 benchmarks/h200/best_of.py --kernelbench .kb --level "$level" --problems "$problems" \
     --out "$batch" --mblast "$bundle/mblast" --gpus "$gpus" --reuse-runs \
     ${BEST_OF_TIMEOUT:+--timeout "$BEST_OF_TIMEOUT"} >>"$batch.log" 2>&1 || echo "level $level: best_of.py exit $?"
   echo "level $level: $(($(date +%s) - start)) s"
