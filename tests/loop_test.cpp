@@ -1365,6 +1365,27 @@ TEST_F(LoopTest, PrebuildHandsTheNextStepsBuiltinToTheBackendBeforeJudgingThisOn
   EXPECT_EQ(judged, 3u);
 }
 
+// Once the selector's graph is the best, the next step is judged inside a graph: so is the guess.
+TEST_F(LoopTest, PrebuildGuessesInsideTheGraphThatStaysOutermost) {
+  backend_.speedups = {
+      {"cuda_graph", 1.3}, {"torch_compile+cuda_graph", 1.2}, {"cudnn_benchmark+cuda_graph", 1.25}};
+  auto o = options(1);
+  o.techniques = {"cuda/builtin-cuda-graph"};
+  run_builtins(o);
+  o.techniques = {"cuda/builtin-cuda-graph", "cuda/builtin-torch-compile",
+                  "cuda/builtin-cudnn-benchmark"};
+  o.steps = 3;
+  o.prebuild = true;
+  run_builtins(o);
+  const auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 3u);
+  ASSERT_EQ(backend_.prebuilt.size(), 1u);  // step 2 guessed step 3; the last step guesses nothing
+  const std::string made = backend_.prebuilt[0].substr(std::string("# transform ").size());
+  EXPECT_NE(made.find("+cuda_graph"), std::string::npos) << made;
+  const std::string next = steps[2]["candidate"].get<std::string>();
+  EXPECT_EQ(next.rfind("s003-" + made + "-", 0), 0u) << next << " " << made;
+}
+
 TEST_F(LoopTest, WithoutPrebuildNothingIsCompiledAhead) {
   backend_.speedups = {{"torch_compile", 0.9}, {"cudnn_benchmark", 0.95}};
   auto o = options(2);

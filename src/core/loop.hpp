@@ -146,6 +146,9 @@ class Loop {
       const std::map<std::string, std::string>& why_by_technique);
   std::optional<std::string> graph_wrapped(const std::string& stem, const std::string& inner_source,
                                            std::filesystem::path& inner_file);
+  // --prebuild's guess as its step would judge it: inside the CUDA graph that stays outermost.
+  std::optional<std::string> guess_in_graph(const std::string& stem,
+                                            const std::string& inner_source);
   CriticContext critic_context(const TrajectoryStep& judged) const;
   void accept(const optimize_detail::Evaluation& evaluation, const Choice& choice, int global);
   RunSummary finish(const std::string& status, const std::string& reason);

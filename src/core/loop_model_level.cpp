@@ -188,4 +188,12 @@ std::optional<std::string> Loop::graph_wrapped(const std::string& stem,
   return wrapped.source;
 }
 
+std::optional<std::string> Loop::guess_in_graph(const std::string& stem,
+                                                const std::string& inner_source) {
+  const fs::path inner =
+      run_.save_prebuilt(stem + "-inner", inner_source, backend_.traits().candidate_extension);
+  if (inner.empty()) return std::nullopt;
+  return backend_.builtin(kGraphTransform, inner, false, {}).source;
+}
+
 }  // namespace mblast
