@@ -300,7 +300,8 @@ void add_judge_options(CLI::App* cmd, OptimizeCommand& c) {
   cmd->add_flag("--prebuild", c.options.prebuild,
                 "While a step is judged, compile the built-in the selector would choose next in "
                 "the background (paused while a candidate is timed), so that its evaluation "
-                "starts from a warm compile cache (CUDA GPUs)");
+                "starts from a warm compile cache (CUDA GPUs; experimental: measured without "
+                "gain so far, docs/ARCHITECTURE.md)");
   cmd->add_option("--profile", c.options.judge.profiler,
                   "What profiles each candidate for the state classifier: torch (the PyTorch "
                   "profiler, default) or ncu (also Nsight Compute's counters: DRAM, L2 and SM "
