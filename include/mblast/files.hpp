@@ -20,8 +20,8 @@ std::string read_input_file(const std::filesystem::path& path, std::string_view 
 // "<path>.tmp-<pid>-<salt>-<count>": a name beside `path` that no other process or call uses.
 std::filesystem::path temporary_sibling(const std::filesystem::path& path);
 
-// `data` written to a temporary sibling of `path`, then renamed over it. On failure the sibling is
-// removed, `path` is left as it was, and the error says why.
+// `data` written to a temporary sibling of `path`, synced to disk, then renamed over it. On failure
+// the sibling is removed, `path` is left as it was, and the error says why.
 std::error_code write_file_atomically(const std::filesystem::path& path, std::string_view data);
 
 // The same for a copy of the file `source` (the folders above `target` are created).

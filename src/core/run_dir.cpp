@@ -6,9 +6,9 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "mblast/error.hpp"
+#include "mblast/files.hpp"
 #include "mblast/json_fields.hpp"
 #include "mblast/kb.hpp"
 
@@ -39,26 +39,15 @@ void write_all(int fd, const std::string& data, const fs::path& path) {
   }
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+// write_file_atomically that throws a job_error naming the file when it fails.
+void write_run_file(const fs::path& path, const std::string& data) {
+  if (const std::error_code ec = write_file_atomically(path, data)) {
+    throw job_error("cannot write " + path.string() + ": " + ec.message(),
+                    "check that the run directory is writable and the disk is not full");
+  }
 }
 
 }  // namespace
-
-void write_file_atomically(const fs::path& path, const std::string& data) {
-  const fs::path temporary = path.string() + ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw io_error(temporary, "create");
-  write_all(fd, data, temporary);
-  ::fsync(fd);
-  ::close(fd);
-  std::error_code ec;
-  fs::rename(temporary, path, ec);
-  if (ec) throw job_error("cannot rename " + temporary.string() + ": " + ec.message());
-}
 
 void append_line(const fs::path& path, const std::string& line) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -103,11 +92,11 @@ RunDir RunDir::open(const fs::path& path) {
 }
 
 void RunDir::write_config(const nlohmann::json& config) const {
-  write_file_atomically(path_ / kConfig, config.dump(2) + "\n");
+  write_run_file(path_ / kConfig, config.dump(2) + "\n");
 }
 
 nlohmann::json RunDir::config() const {
-  auto config = nlohmann::json::parse(read_text(path_ / kConfig), nullptr, false);
+  auto config = nlohmann::json::parse(read_file(path_ / kConfig).value_or(""), nullptr, false);
   if (!config.is_object()) {
     throw input_error((path_ / kConfig).string() + " is not valid JSON",
                       "the run directory is damaged; start a new run with --out");
@@ -128,7 +117,7 @@ namespace {
 fs::path save_source(const fs::path& folder, const std::string& stem, const std::string& source,
                      const std::string& extension) {
   const fs::path file = folder / (stem + "-" + sha256_hex(source).substr(0, 12) + extension);
-  if (!fs::exists(file)) write_file_atomically(file, source);
+  if (!fs::exists(file)) write_run_file(file, source);
   return file;
 }
 
@@ -153,7 +142,7 @@ std::optional<EvalResult> RunDir::stored_result(const fs::path& candidate) const
   fs::path file = candidate;
   file.replace_extension(".json");
   if (!fs::is_regular_file(file)) return std::nullopt;
-  auto result = nlohmann::json::parse(read_text(file), nullptr, false);
+  auto result = nlohmann::json::parse(read_file(file).value_or(""), nullptr, false);
   if (!result.is_object()) return std::nullopt;  // torn by a kill: judge again
   return EvalResult::from_json(result);
 }
@@ -162,8 +151,7 @@ void RunDir::store_result(const fs::path& candidate, const EvalResult& result) c
   fs::path file = candidate;
   file.replace_extension(".json");
   const nlohmann::json stored = result.to_json();
-  write_file_atomically(
-      file, stored.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  write_run_file(file, stored.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   std::optional<double> seconds;  // the judge's own figure, kept among the result's other fields
   read_lenient(result.extra, "wall_seconds", seconds);
   append_line(path_ / "evaluations.jsonl",
@@ -181,12 +169,12 @@ std::vector<nlohmann::json> RunDir::evaluations() const {
 }
 
 void RunDir::write_json(const std::string& name, const nlohmann::json& value) const {
-  write_file_atomically(path_ / name,
-                        value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  write_run_file(path_ / name,
+                 value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 void RunDir::write_text(const std::string& name, const std::string& text) const {
-  write_file_atomically(path_ / name, text);
+  write_run_file(path_ / name, text);
 }
 
 }  // namespace mblast

@@ -59,8 +59,6 @@ class RunDir {
   std::filesystem::path path_;
 };
 
-// Atomic whole-file write: a temporary file in the same folder, fsync, rename.
-void write_file_atomically(const std::filesystem::path& path, const std::string& data);
 // Appends one line and fsyncs it.
 void append_line(const std::filesystem::path& path, const std::string& line);
 // The JSON objects of a JSON Lines file; unparsable lines (a torn last write) are skipped.

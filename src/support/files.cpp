@@ -1,6 +1,9 @@
 #include "mblast/files.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <atomic>
 #include <fstream>
@@ -54,18 +57,34 @@ std::error_code move_into_place(const fs::path& staging, const fs::path& target)
   return ec;
 }
 
+std::error_code last_error() { return {errno, std::generic_category()}; }
+
+std::error_code write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return last_error();
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return {};
+}
+
 }  // namespace
 
 std::error_code write_file_atomically(const fs::path& path, std::string_view data) {
   const fs::path staging = temporary_sibling(path);
-  {
-    std::ofstream out(staging, std::ios::binary | std::ios::trunc);
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(staging, ignored);
-      return std::make_error_code(std::errc::io_error);
-    }
+  const int fd = ::open(staging.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return last_error();
+  std::error_code ec = write_all(fd, data);
+  // Synced before the rename: after a crash the file holds the old bytes or the new, never none.
+  if (!ec && ::fsync(fd) != 0) ec = last_error();
+  if (::close(fd) != 0 && !ec) ec = last_error();
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(staging, ignored);
+    return ec;
   }
   return move_into_place(staging, path);
 }
