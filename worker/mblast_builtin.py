@@ -209,7 +209,7 @@ def _traced_once_model(name: str, build: str, call: str) -> str:
     _mblast_prepare makes it, and those of the traced layers below, ahead of a call: a compile stacked
     over it calls that outside the compiled function, which then never meets the first call's path
     (a graph break and a write to the module's __dict__ that Dynamo compiled anew at a later call:
-    during a CUDA graph's capture on the H100, call 3 of this session)."""
+    inside a CUDA graph's capture on the H100, benchmarks/h200 call 89)."""
     key = f"_mblast_{name}"
     return f'''
 
