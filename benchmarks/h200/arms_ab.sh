@@ -8,8 +8,9 @@
 #
 # ARM_A defaults to no option, ARM_B to --prebuild (issue 21). Each run is sample30.sh with
 # BEST_OF=0; the batches land in $OUT/a and $OUT/b. At the end, `mblast report B --against A`
-# prints evaluations to near-best, final bests and wall side by side, and each arm's
-# benchmarks/step_wall.py table lands beside its batch.
+# (b-against-a.md, its "Against" section printed) sets evaluations to near-best, final bests and
+# wall side by side, each arm's benchmarks/step_wall.py table lands beside its batch, and with
+# --prebuild in arm b, benchmarks/prebuild_guesses.py matches each guess to its step.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 level=${1:?usage: ONLY=1,4,8 OUT=DIR benchmarks/h200/arms_ab.sh LEVEL [MAX_EVALS]}
@@ -47,4 +48,8 @@ for name in a b; do
   batch=$out/$name/sample30/level$level
   python3 benchmarks/step_wall.py "$batch" >"$batch/step_wall.md" || true
 done
-"$bundle/mblast" report "$batch_b" --against "$batch_a" | tee "$out/b-against-a.md" | sed -n '1,40p'
+"$bundle/mblast" report "$batch_b" --against "$batch_a" >"$out/b-against-a.md" || true
+sed -n '/^## Against/,$p' "$out/b-against-a.md" | sed -n '1,20p'
+if [[ " $arm_b " == *" --prebuild "* ]]; then
+  python3 benchmarks/prebuild_guesses.py "$batch_b" "$batch_a" >"$out/prebuild-guesses.md" && tail -1 "$out/prebuild-guesses.md"
+fi

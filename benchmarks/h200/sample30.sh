@@ -35,6 +35,7 @@ for level in $levels; do
   [ -n "$problems" ] || { echo "sample30.sh: no level $level in the sample" >&2; exit 2; }
   batch=$out/level$level
   start=$(date +%s)
+  # shellcheck disable=SC2086 # ARM holds several options, split on purpose
   scripts/run_kernelbench.sh --level "$level" --kernelbench .kb --problems "$problems" --gpus "$gpus" \
     --out "$batch" --mblast "$bundle/mblast" -- --llm none --iterations 1 --steps "$max_evals" \
     --max-evaluations "$max_evals" ${TIME_LIMIT:+--time-limit "$TIME_LIMIT"} ${ARM:-} >>"$batch.log" 2>&1 || echo "level $level: run_kernelbench.sh exit $?"
