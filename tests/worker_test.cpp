@@ -23,7 +23,11 @@
 #include <gtest/gtest.h>
 
 #include "cuda/compile_cache.hpp"
+#include "cuda/cuda_eval.hpp"
+#include "cuda/primer.hpp"
 #include "mblast/error.hpp"
+#include "mblast/files.hpp"
+#include "mblast/python.hpp"
 #include "test_support.hpp"
 
 namespace mblast {
@@ -227,14 +231,16 @@ TEST(WorkerTest, PausesBackgroundCallsWhileACandidateIsTimedAndStopsThem) {
   const fs::path log = files.path() / "starts.log";
   WorkerPool pool(logging_config(scratch.path(), log), 1);
   WorkerOutcome background;
+  const fs::path pid_file = files.path() / "background.pid";
   std::thread compile([&] {
-    background =
-        pool.call({{"op", "hang"}}, CallLimits::fixed(seconds(120)), {}, CallKind::background);
+    background = pool.call({{"op", "hang"}, {"pid_file", pid_file.string()}},
+                           CallLimits::fixed(seconds(120)), {}, CallKind::background);
   });
+  // Named by the worker that got the request: two workers may start at once, in either order.
   std::string background_pid;
   ASSERT_TRUE(eventually([&] {
-    std::ifstream in(log);
-    return static_cast<bool>(std::getline(in, background_pid));  // the first started is taken
+    std::ifstream in(pid_file);
+    return std::getline(in, background_pid) && !background_pid.empty();
   }));
   const fs::path begin = files.path() / "begin";
   const fs::path go = files.path() / "go";
@@ -244,7 +250,7 @@ TEST(WorkerTest, PausesBackgroundCallsWhileACandidateIsTimedAndStopsThem) {
   EXPECT_TRUE(eventually([&] { return process_state(background_pid) == 'S'; }));
   std::ofstream(begin.string()).put('\n');
   EXPECT_TRUE(eventually([&] { return process_state(background_pid) == 'T'; }))
-      << "the background worker ran on during the timing";
+      << "the background worker ran on during the timing: state " << process_state(background_pid);
   std::ofstream(go.string()).put('\n');
   EXPECT_TRUE(eventually([&] { return process_state(background_pid) != 'T'; }));
   std::ofstream(done.string()).put('\n');
@@ -262,6 +268,141 @@ TEST(WorkerTest, PausesBackgroundCallsWhileACandidateIsTimedAndStopsThem) {
   EXPECT_FALSE(refused.completed);
   EXPECT_EQ(refused.failure, "the pool stopped its background calls");
   EXPECT_TRUE(pool.call({{"op", "echo"}}, seconds(30)).completed);  // judged calls go on
+}
+
+// An evaluation ahead (primer.hpp): the worker holds after its candidate's first call and goes
+// on when resumed, its limits counted from then: the hold is not the candidate's time.
+TEST(WorkerTest, AHeldCallGoesOnWhenResumedWithItsLimitsFromThen) {
+  testing::TempDir scratch;
+  WorkerPool pool(fake_config(scratch.path()), 1);
+  CallLimits limits;
+  limits.total = seconds(2);
+  WorkerPool::HeldCall held =
+      pool.call_until_held({{"op", "hold"}, {"then_sleep", 0.5}}, limits, {});
+  ASSERT_TRUE(WorkerPool::is_held(held));
+  std::this_thread::sleep_for(seconds(3));  // longer than the total: only resumed time counts
+  const WorkerOutcome outcome = pool.resume(std::move(held));
+  ASSERT_TRUE(outcome.completed) << outcome.failure;
+  EXPECT_EQ(outcome.response, json({{"resumed", true}}));
+  EXPECT_LT(outcome.seconds, 2.0);
+  EXPECT_EQ(outcome.eager_ms, 1.0);
+}
+
+TEST(WorkerTest, DroppingAHeldCallKillsItsWorker) {
+  testing::TempDir scratch;
+  testing::TempDir files;
+  const fs::path pid_file = files.path() / "held.pid";
+  {
+    WorkerPool pool(logging_config(scratch.path(), files.path() / "starts.log"), 1);
+    WorkerPool::HeldCall held = pool.call_until_held(
+        {{"op", "hold"}, {"pid_file", pid_file.string()}}, CallLimits::fixed(seconds(30)));
+    ASSERT_TRUE(WorkerPool::is_held(held));
+    std::string pid;
+    std::getline(std::ifstream(pid_file), pid);
+    ASSERT_FALSE(pid.empty());
+    EXPECT_FALSE(process_gone(std::stoi(pid)));
+    held.reset();
+    EXPECT_TRUE(process_gone(std::stoi(pid)));
+    EXPECT_TRUE(pool.call({{"op", "echo"}}, seconds(30)).completed);
+  }
+  EXPECT_TRUE(no_children_left());
+}
+
+// A call that answers before any hold (a candidate failing its first call) keeps its answer; one
+// killed while held (Primer::cancel) reports the kill.
+TEST(WorkerTest, ACallThatEndsBeforeItsHoldOrIsKilledHeldSaysHow) {
+  testing::TempDir scratch;
+  WorkerPool pool(fake_config(scratch.path()), 1);
+  WorkerPool::HeldCall answered =
+      pool.call_until_held({{"op", "echo"}}, CallLimits::fixed(seconds(30)));
+  EXPECT_FALSE(WorkerPool::is_held(answered));
+  const WorkerOutcome echoed = pool.resume(std::move(answered));
+  EXPECT_TRUE(echoed.completed) << echoed.failure;
+  EXPECT_EQ(echoed.response["echo"]["op"], "echo");
+
+  WorkerPool::HeldCall held =
+      pool.call_until_held({{"op", "hold"}}, CallLimits::fixed(seconds(30)));
+  ASSERT_TRUE(WorkerPool::is_held(held));
+  pool.kill_background();
+  const WorkerOutcome killed = pool.resume(std::move(held));
+  EXPECT_FALSE(killed.completed);
+  EXPECT_FALSE(killed.failure.empty());
+}
+
+// --prebuild's evaluation ahead: the held worker judges a later request of the same candidate text
+// (at any path) and the same fields otherwise, once; other requests are judged afresh and leave it.
+TEST(WorkerTest, APrimerHandsItsHeldWorkerToTheEvaluationOfTheSameText) {
+  testing::TempDir scratch;
+  testing::TempDir files;
+  const fs::path guess = files.path() / "guess.py";
+  const fs::path chosen = files.path() / "chosen.py";
+  const fs::path other = files.path() / "other.py";
+  std::ofstream(guess) << "same text";
+  std::ofstream(chosen) << "same text";
+  std::ofstream(other) << "other text";
+  WorkerPool pool(fake_config(scratch.path()), 1);
+  Primer primer(pool);
+  const json request = {{"op", "hold"}, {"candidate", guess.string()}, {"seeds", {1, 2}}};
+  ASSERT_TRUE(primer.start(request, CallLimits::fixed(seconds(30)), {}, guess));
+  json judged = request;
+  judged["candidate"] = other.string();
+  EXPECT_FALSE(primer.take(judged, other));
+  judged["candidate"] = chosen.string();
+  judged["seeds"] = {1};
+  EXPECT_FALSE(primer.take(judged, chosen));
+  judged["seeds"] = {1, 2};
+  const std::optional<WorkerOutcome> taken = primer.take(judged, chosen);
+  ASSERT_TRUE(taken.has_value());
+  EXPECT_TRUE(taken->completed) << taken->failure;
+  EXPECT_EQ(taken->response, json({{"resumed", true}}));
+  EXPECT_FALSE(primer.take(judged, chosen));  // once
+}
+
+TEST(WorkerTest, ACancelledEvaluationAheadIsJudgedAfresh) {
+  testing::TempDir scratch;
+  testing::TempDir files;
+  const fs::path guess = files.path() / "guess.py";
+  std::ofstream(guess) << "text";
+  {
+    WorkerPool pool(fake_config(scratch.path()), 1);
+    Primer primer(pool);
+    const json request = {{"op", "hold"}, {"candidate", guess.string()}};
+    ASSERT_TRUE(primer.start(request, CallLimits::fixed(seconds(30)), {}, guess));
+    primer.cancel();
+    EXPECT_FALSE(primer.take(request, guess));
+    primer.stop();
+    EXPECT_FALSE(primer.start(request, CallLimits::fixed(seconds(30)), {}, guess));
+  }
+  EXPECT_TRUE(no_children_left());
+}
+
+// End to end on the CPU with the real worker: a candidate evaluated ahead holds after its first
+// call, and the evaluation of a file of the same text is judged by that worker.
+TEST(EvaluateAhead, TheChosenCandidateIsJudgedByTheWorkerThatHeld) {
+  const auto python = find_torch_python();
+  if (!python) GTEST_SKIP() << "no Python with torch (apt-get install python3-torch)";
+  testing::TempDir files;
+  const std::string text = *read_file(testing::test_file("candidates/cpu/correct_relu.py"));
+  const fs::path guess = files.path() / "guess.py";
+  const fs::path chosen = files.path() / "chosen.py";
+  std::ofstream(guess) << text;
+  std::ofstream(chosen) << text;
+  EvalOptions options;
+  options.problem = testing::test_file("problems/relu_small.py");
+  options.device = "cpu";
+  options.cache_dir = files.path() / "cache";
+  options.seeds = 2;
+  options.timing_runs = 5;
+  WorkerPool pool(eval_worker_config(options, *python), 1);
+  Primer primer(pool);
+  options.candidate = guess;
+  ASSERT_TRUE(evaluate_ahead(options, pool, primer));
+  const auto results = evaluate_all(options, {chosen, guess}, pool, false, &primer);
+  EXPECT_EQ(results[0].value("correct", false), true) << results[0].dump(2);
+  EXPECT_EQ(results[0]["candidate"], chosen.string());
+  EXPECT_TRUE(results[0]["phase_seconds"].contains("trials/held")) << results[0]["phase_seconds"];
+  EXPECT_EQ(results[1].value("correct", false), true);  // taken once: the second is judged afresh
+  EXPECT_FALSE(results[1]["phase_seconds"].contains("trials/held"));
 }
 
 TEST(WorkerTest, ReportsACrashAndKeepsWorking) {

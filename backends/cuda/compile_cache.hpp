@@ -33,7 +33,7 @@ std::filesystem::path compile_cache_mount_point();
 bool prepare_compile_cache_mount_point(const std::filesystem::path& mount_point);
 
 // A candidate file's text, hashed: the key of the texts whose caches are trusted, and of a
-// prebuild's prime (primer.hpp). An unreadable file has the empty text's key.
+// prebuild's evaluation ahead (primer.hpp). An unreadable file has the empty text's key.
 std::string candidate_text_key(const std::filesystem::path& candidate);
 
 // The shared folder of `problem` (a file, or a SOL problem folder) under mblast's cache.

@@ -134,9 +134,10 @@ class CudaBackend final : public Backend {
     if (workers_) workers_->set_prestarted(0);
   }
 
-  // A built-in candidate compiled ahead of its evaluation (primer.hpp): through the eval server
-  // where this run judges through it, so that its timing windows pause the prime; else in this
-  // backend's own pool. Only a GPU's, and only mblast's own candidates (their caches are trusted).
+  // A built-in candidate evaluated ahead up to its first call (primer.hpp): through the eval
+  // server where this run judges through it, so that its timing windows pause it and its
+  // evaluation finds it; else in this backend's own pool. Only a GPU's, and only mblast's own
+  // candidates (trusted code).
   void prebuild(const fs::path& candidate) override {
     if (!is_cuda_device(options_.device) || !trusted_.count(candidate_text_key(candidate))) return;
     if (!eager_peak_bytes_ || *eager_peak_bytes_ > kMostEagerBytesToPrebuild) {
@@ -146,17 +147,20 @@ class CudaBackend final : public Backend {
     }
     EvalOptions options = options_;
     options.candidate = candidate;
+    options.compile_baseline = false;  // as the loop's steps are judged
+    options.keep_compile_cache = true;
     if (via_server()) {
-      priming_via_server_ = prime_via_server(options, candidate, python_) || priming_via_server_;
+      ahead_via_server_ =
+          evaluate_ahead_via_server(options, candidate, python_) || ahead_via_server_;
       return;
     }
     if (!primer_) primer_ = std::make_unique<Primer>(workers());
-    primer_->start(options, candidate);
+    evaluate_ahead(options, workers(), *primer_);
   }
 
   void stop_prebuilding() override {
-    if (priming_via_server_) prime_via_server(options_, options_.problem, python_, true);
-    priming_via_server_ = false;
+    if (ahead_via_server_) evaluate_ahead_via_server(options_, options_.problem, python_, true);
+    ahead_via_server_ = false;
     if (primer_) primer_->cancel();
   }
 
@@ -176,8 +180,8 @@ class CudaBackend final : public Backend {
       }
     }
     // The loop's evaluations keep a worker started ahead for the next one.
-    if (primer_) primer_->await(artifact.candidate);
-    return remembered(EvalResult::from_json(evaluate_artifact(options, artifact, workers())));
+    return remembered(
+        EvalResult::from_json(evaluate_artifact(options, artifact, workers(), primer_.get())));
   }
 
   // Eager's peak GPU memory, as the judge last reported it: a prebuild runs beside the judged
@@ -209,7 +213,7 @@ class CudaBackend final : public Backend {
   std::size_t prestarted_;
   std::unique_ptr<WorkerPool> workers_;
   std::unique_ptr<Primer> primer_;  // after workers_, so destroyed before it
-  bool priming_via_server_ = false;
+  bool ahead_via_server_ = false;
   std::optional<double> eager_peak_bytes_;
   // Hashes of the candidate texts this backend's built-ins made from the problem's own code, or
   // from such a candidate: the ones whose compile caches are trusted (compile_cache.hpp).

@@ -242,17 +242,6 @@ nlohmann::json worker_eval_request(const EvalOptions& options, const fs::path& c
   };
 }
 
-nlohmann::json worker_prime_request(const EvalOptions& options, const fs::path& candidate,
-                                    const fs::path& cache_dir) {
-  // "timing" stays as the eval's: its autograd setting is the grad mode of every candidate call,
-  // and a graph compiled in another grad mode is another cache entry.
-  nlohmann::json request = worker_eval_request(options, candidate, cache_dir, nlohmann::json());
-  request["op"] = "prime";
-  request["profile"] = false;
-  request["baselines"] = nlohmann::json::array({"eager"});
-  return request;
-}
-
 nlohmann::json worker_ceilings_request(const std::string& device) {
   return {{"op", "ceilings"}, {"device", device}};
 }
@@ -322,7 +311,7 @@ void add_speed_of_light_to_signatures(nlohmann::json& result, const nlohmann::js
 
 // Sends one built candidate to a worker and folds the answer into its result.
 void judge(const EvalOptions& options, Pending& item, const fs::path& cache_dir,
-           const nlohmann::json& ceilings, WorkerPool& workers) {
+           const nlohmann::json& ceilings, WorkerPool& workers, Primer* ahead) {
   auto& result = item.result;
   result["build_seconds"] = item.build_seconds;
   result["eval_seconds"] = 0.0;
@@ -336,7 +325,10 @@ void judge(const EvalOptions& options, Pending& item, const fs::path& cache_dir,
   const auto taken = std::chrono::steady_clock::now();
   const CompileCacheUse compile_cache{problem_compile_cache(cache_dir, options.problem),
                                       options.keep_compile_cache};
-  auto outcome = workers.call(request, call_limits(options), compile_cache);
+  std::optional<WorkerOutcome> taken_over =
+      ahead ? ahead->take(request, item.candidate) : std::nullopt;
+  auto outcome = taken_over ? std::move(*taken_over)
+                            : workers.call(request, call_limits(options), compile_cache);
   const double eval_seconds = seconds_since(taken);
   result["eval_seconds"] = eval_seconds;
   // call() = taking a worker and reading its ready line, then outcome.seconds for the request.
@@ -379,7 +371,7 @@ void judge(const EvalOptions& options, Pending& item, const fs::path& cache_dir,
 
 std::vector<nlohmann::json> evaluate_all(const EvalOptions& options,
                                          const std::vector<fs::path>& candidates,
-                                         WorkerPool& workers, bool keep_prestarted) {
+                                         WorkerPool& workers, bool keep_prestarted, Primer* ahead) {
   std::vector<Pending> pending;
   for (const auto& candidate : candidates) {
     pending.push_back({candidate, read_input_file(candidate, "candidate"),
@@ -403,7 +395,7 @@ std::vector<nlohmann::json> evaluate_all(const EvalOptions& options,
       have_ceilings = true;
     }
     if (&item == &pending.back() && !keep_prestarted) workers.set_prestarted(0);  // none left
-    judge(options, item, cache_dir, ceilings, workers);
+    judge(options, item, cache_dir, ceilings, workers, ahead);
     if (calibration_seconds > 0) item.result["calibration_seconds"] = calibration_seconds;
     results.push_back(std::move(item.result));
   }
@@ -432,7 +424,7 @@ Artifact build_artifact(const EvalOptions& options, const fs::path& candidate) {
 }
 
 nlohmann::json evaluate_artifact(const EvalOptions& options, const Artifact& artifact,
-                                 WorkerPool& workers) {
+                                 WorkerPool& workers, Primer* ahead) {
   read_input_file(options.problem, "problem");
   Pending item{
       artifact.candidate, {}, empty_result(options, artifact.candidate), artifact.build_seconds};
@@ -446,9 +438,19 @@ nlohmann::json evaluate_artifact(const EvalOptions& options, const Artifact& art
   } else {
     ceilings = device_ceilings(options, cache_dir, workers, calibration_seconds);
   }
-  judge(options, item, cache_dir, ceilings, workers);
+  judge(options, item, cache_dir, ceilings, workers, ahead);
   if (calibration_seconds > 0) item.result["calibration_seconds"] = calibration_seconds;
   return item.result;
+}
+
+bool evaluate_ahead(const EvalOptions& options, WorkerPool& workers, Primer& ahead) {
+  const fs::path cache_dir = resolved_cache_dir(options);
+  double calibration_seconds = 0;  // the ceilings are cached by the evaluations before
+  const nlohmann::json ceilings = device_ceilings(options, cache_dir, workers, calibration_seconds);
+  const CompileCacheUse compile_cache{problem_compile_cache(cache_dir, options.problem),
+                                      options.keep_compile_cache};
+  return ahead.start(worker_eval_request(options, options.candidate, cache_dir, ceilings),
+                     call_limits(options), compile_cache, options.candidate);
 }
 
 WorkerConfig eval_worker_config(const EvalOptions& options, const fs::path& python) {

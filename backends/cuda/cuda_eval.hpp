@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cuda/primer.hpp"
 #include "cuda/worker_pool.hpp"
 #include "mblast/backend.hpp"
 #include "mblast/eval_options.hpp"
@@ -22,11 +23,6 @@ nlohmann::json worker_eval_request(const EvalOptions& options,
                                    const std::filesystem::path& cache_dir,
                                    const nlohmann::json& ceilings);
 nlohmann::json worker_ceilings_request(const std::string& device);
-// The prime op's request (primer.hpp): the eval request, without profiling; the worker times
-// nothing for it, but calls the candidate in the grad mode the eval's timing asks for.
-nlohmann::json worker_prime_request(const EvalOptions& options,
-                                    const std::filesystem::path& candidate,
-                                    const std::filesystem::path& cache_dir);
 // A request's limits from the options: --timeout, the compile allowance, the run's deadline.
 CallLimits call_limits(const EvalOptions& options);
 // options.cache_dir, else default_cache_dir(), absolute.
@@ -49,16 +45,21 @@ nlohmann::json evaluate(const EvalOptions& options, WorkerPool& workers);
 // one worker pre-started, each candidate after the first finds a ready worker, so Python and
 // CUDA start-up stay out of its latency. Throws as evaluate() does.
 // keep_prestarted: a worker stays started ahead after the last candidate too (the eval server).
+// A candidate `ahead` evaluated ahead (Primer::take) goes on in that worker.
 std::vector<nlohmann::json> evaluate_all(const EvalOptions& options,
                                          const std::vector<std::filesystem::path>& candidates,
-                                         WorkerPool& workers, bool keep_prestarted = false);
+                                         WorkerPool& workers, bool keep_prestarted = false,
+                                         Primer* ahead = nullptr);
 
 // One candidate's CUDA sources compiled (cached by content), for evaluate_artifact.
 Artifact build_artifact(const EvalOptions& options, const std::filesystem::path& candidate);
 // A built candidate judged by a worker of the pool (options.candidate is ignored); a failed
 // build gives its compile error without a worker.
 nlohmann::json evaluate_artifact(const EvalOptions& options, const Artifact& artifact,
-                                 WorkerPool& workers);
+                                 WorkerPool& workers, Primer* ahead = nullptr);
+// Starts evaluating options.candidate ahead with `ahead`, in `workers` (the pool of its
+// evaluation): the request its evaluation will send. False where nothing started.
+bool evaluate_ahead(const EvalOptions& options, WorkerPool& workers, Primer& ahead);
 
 // Writes `candidate` as a self-contained KernelBench ModelNew file: a fast-route candidate
 // (mblast_cuda.load) is rewritten to compile its CUDA with load_inline; any other candidate is

@@ -283,15 +283,15 @@ std::optional<std::vector<json>> evaluate_via_server(const EvalOptions& options,
   return std::nullopt;
 }
 
-bool prime_via_server(const EvalOptions& options, const fs::path& candidate, const fs::path& python,
-                      bool cancel) {
+bool evaluate_ahead_via_server(const EvalOptions& options, const fs::path& candidate,
+                               const fs::path& python, bool cancel) {
   const auto dir = private_dir();
   if (!dir) return false;
   const std::string id = identity(options, python);
   json request = server_request(options, id, {candidate});
-  request["prime"] = cancel ? "cancel" : "start";
+  request["ahead"] = cancel ? "cancel" : "start";
   const auto response = ask(socket_for(*dir, id), line_of(request));
-  return response && response->value("priming", false);
+  return response && response->value("ahead", false);
 }
 
 int run_eval_server(const fs::path& socket, const fs::path& python, const std::string& id) {
@@ -314,7 +314,7 @@ int run_eval_server(const fs::path& socket, const fs::path& python, const std::s
   spdlog::info("eval server {} listening on {} (idle limit {} s)", ::getpid(), socket.string(),
                idle_s);
   std::unique_ptr<WorkerPool> pool;
-  std::unique_ptr<Primer> primer;  // destroyed first: it stops its prime, which uses the pool
+  std::unique_ptr<Primer> primer;  // destroyed first: it kills its worker ahead, of the pool
   const std::size_t prestart = env_count("MBLAST_EVAL_SERVER_PRESTART", "2");
   const std::size_t growth_limit = env_count("MBLAST_EVAL_SERVER_PRESTART_MAX", "4");
   int served = 0;
@@ -359,17 +359,18 @@ int run_eval_server(const fs::path& socket, const fs::path& python, const std::s
         pool->set_growth_limit(std::max(prestart, growth_limit));
         primer = std::make_unique<Primer>(*pool);
       }
-      const std::string prime = request.value("prime", std::string());
-      if (prime == "start") {
-        // Answered at once: the prime runs beside the requests that follow, paused while they
-        // time their candidates (the same pool).
-        response = {{"priming", !candidates.empty() && primer->start(options, candidates[0])}};
-      } else if (prime == "cancel") {
+      const std::string ahead = request.value("ahead", std::string());
+      if (ahead == "start") {
+        // Answered at once: the evaluation ahead runs beside the requests that follow, paused
+        // while they time their candidates (the same pool), until one of them takes it over.
+        if (!candidates.empty()) options.candidate = candidates[0];
+        response = {{"ahead", !candidates.empty() && evaluate_ahead(options, *pool, *primer)}};
+      } else if (ahead == "cancel") {
         primer->cancel();
-        response = {{"priming", false}};
+        response = {{"ahead", false}};
       } else {
-        for (const auto& candidate : candidates) primer->await(candidate);
-        auto results = evaluate_all(options, candidates, *pool, /*keep_prestarted=*/true);
+        auto results =
+            evaluate_all(options, candidates, *pool, /*keep_prestarted=*/true, primer.get());
         ++served;
         for (auto& r : results) r["eval_server"] = {{"pid", ::getpid()}, {"request", served}};
         response = {{"results", results}};

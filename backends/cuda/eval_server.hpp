@@ -37,11 +37,11 @@ std::optional<std::vector<nlohmann::json>> evaluate_via_server(
     const EvalOptions& options, const std::vector<std::filesystem::path>& candidates,
     const std::filesystem::path& python);
 
-// Asks the running server for (options, python) to prime `candidate` beside the requests that
-// follow (primer.hpp), or with `cancel` to kill the prime in flight; true when a prime started.
-// No server up: false, and none is started for it.
-bool prime_via_server(const EvalOptions& options, const std::filesystem::path& candidate,
-                      const std::filesystem::path& python, bool cancel = false);
+// Asks the running server for (options, python) to evaluate `candidate` ahead (primer.hpp), up
+// to its first call, for a later request of the same candidate to take over; with `cancel`, to
+// kill the one ahead. True when one started. No server up: false, and none is started for it.
+bool evaluate_ahead_via_server(const EvalOptions& options, const std::filesystem::path& candidate,
+                               const std::filesystem::path& python, bool cancel = false);
 
 // The server's main loop (`mblast internal eval-server`); returns the exit code.
 int run_eval_server(const std::filesystem::path& socket, const std::filesystem::path& python,

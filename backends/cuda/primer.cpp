@@ -3,60 +3,94 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <utility>
 
 #include "cuda/compile_cache.hpp"
-#include "cuda/cuda_eval.hpp"
 
 namespace mblast {
 
 namespace fs = std::filesystem;
 
-bool prime_candidate(const EvalOptions& options, const fs::path& candidate, WorkerPool& workers) {
-  if (!workers.shares_compile_cache()) return false;
-  const fs::path cache_dir = resolved_cache_dir(options);
-  const nlohmann::json request = worker_prime_request(options, candidate, cache_dir);
-  const CompileCacheUse compile_cache{problem_compile_cache(cache_dir, options.problem), true};
-  const auto started = std::chrono::steady_clock::now();
-  const WorkerOutcome outcome =
-      workers.call(request, call_limits(options), compile_cache, CallKind::background);
-  const bool primed = outcome.completed && outcome.response.value("primed", false);
-  spdlog::debug("prebuild of {}: {} after {:.2f} s, {} bytes kept", candidate.filename().string(),
-                primed ? "primed" : "not primed (" + outcome.failure + ")",
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
-                outcome.compile_cache_kept_bytes);
-  return primed;
+namespace {
+
+// What must agree between the request evaluated ahead and the one that takes it over.
+nlohmann::json compared_part(nlohmann::json request) {
+  request.erase("candidate");
+  request.erase("hold");
+  return request;
 }
 
-bool Primer::start(const EvalOptions& options, const fs::path& candidate) {
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+bool Primer::start(nlohmann::json request, const CallLimits& limits,
+                   const CompileCacheUse& compile_cache, const fs::path& candidate) {
   const std::lock_guard lock(mutex_);
-  if (stopped_ || busy_.exchange(true)) return false;
-  if (thread_.joinable()) thread_.join();  // the last prime, finished
+  if (stopped_ || starting_) return false;
+  drop();
   text_key_ = candidate_text_key(candidate);
-  thread_ = std::thread([this, options, candidate] {
-    try {
-      prime_candidate(options, candidate, workers_);
-    } catch (const std::exception& e) {
-      spdlog::debug("prebuild of {} failed: {}", candidate.filename().string(), e.what());
-    }
-    busy_ = false;
+  compared_ = compared_part(request);
+  request["hold"] = true;
+  starting_ = true;
+  thread_ = std::thread([this, request = std::move(request), limits, compile_cache, candidate] {
+    const auto started = std::chrono::steady_clock::now();
+    held_ = workers_.call_until_held(request, limits, compile_cache);
+    spdlog::debug(
+        "prebuild of {}: {} after {:.2f} s", candidate.filename().string(),
+        WorkerPool::is_held(held_) ? "held after its first call" : "ended before its hold",
+        seconds_since(started));
+    starting_ = false;
   });
   return true;
 }
 
-void Primer::await(const fs::path& candidate) {
+std::optional<WorkerOutcome> Primer::take(const nlohmann::json& request,
+                                          const fs::path& candidate) {
+  std::unique_lock lock(mutex_);
+  if (!thread_.joinable() && !held_) return std::nullopt;
+  if (text_key_ != candidate_text_key(candidate) || compared_ != compared_part(request)) {
+    return std::nullopt;
+  }
+  const auto waiting = std::chrono::steady_clock::now();
+  if (thread_.joinable()) thread_.join();
+  spdlog::debug("{} waited {:.2f} s for its evaluation ahead", candidate.filename().string(),
+                seconds_since(waiting));
+  WorkerPool::HeldCall held = std::move(held_);
+  text_key_.clear();
+  lock.unlock();
+  const bool was_held = WorkerPool::is_held(held);
+  WorkerOutcome outcome = workers_.resume(std::move(held));
+  // Ended before its hold without an answer (killed, a worker that did not start, out of time
+  // while paused beside other calls): no verdict on the candidate.
+  if (!was_held && !outcome.completed) return std::nullopt;
+  return outcome;
+}
+
+void Primer::drop() {
+  // Until the call in flight returns: it may not be registered with the pool yet (still taking a
+  // worker) when the first kill comes.
+  while (starting_) {
+    workers_.kill_background();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (thread_.joinable()) thread_.join();
+  held_.reset();
+  text_key_.clear();
+}
+
+void Primer::cancel() {
   const std::lock_guard lock(mutex_);
-  if (!busy_ || !thread_.joinable() || text_key_ != candidate_text_key(candidate)) return;
-  const auto started = std::chrono::steady_clock::now();
-  thread_.join();
-  spdlog::debug("{} waited {:.2f} s for its prebuild", candidate.filename().string(),
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  drop();
 }
 
 void Primer::stop() {
   const std::lock_guard lock(mutex_);
   stopped_ = true;
   workers_.stop_background();
-  if (thread_.joinable()) thread_.join();
+  drop();
 }
 
 }  // namespace mblast

@@ -1,27 +1,25 @@
 #pragma once
-// Compiling a candidate ahead of its evaluation (`optimize --prebuild`, the builder half of a
-// builder/runner split): the candidate's first call in a background call of the pool, which the
-// pool pauses whenever another call times its candidate, keeping what torch.compile, Triton and
-// cuDNN made in the problem's compile cache (compile_cache.hpp). The candidate's evaluation, a
-// step later, starts from that cache. Only for candidates whose caches are trusted (mblast's own
+// Evaluating a candidate ahead of its step (`optimize --prebuild`, the builder half of a
+// builder/runner split): its eval request, with "hold", runs as a background call of the pool
+// (paused whenever another call times its candidate) until the worker has made the candidate's
+// first call, where torch.compile, Triton and cuDNN do their lazy work, and holds. When the loop
+// then judges the same text with the same request, that worker goes on as the evaluation; the
+// compiled candidate is not made again. Only for candidates whose code is trusted (mblast's own
 // built-ins): the caller's check.
 #include <atomic>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "cuda/worker_pool.hpp"
-#include "mblast/eval_options.hpp"
 
 namespace mblast {
 
-// The prime itself, on the calling thread: true when the candidate's first call returned. False
-// at once where workers share no compile cache (no bwrap: nothing a prime made would be seen).
-bool prime_candidate(const EvalOptions& options, const std::filesystem::path& candidate,
-                     WorkerPool& workers);
-
-// At most one prime in flight, on a thread of its own.
+// At most one evaluation ahead, started on a thread of its own.
 class Primer {
  public:
   explicit Primer(WorkerPool& workers) : workers_(workers) {}
@@ -29,23 +27,31 @@ class Primer {
   Primer(const Primer&) = delete;
   Primer& operator=(const Primer&) = delete;
 
-  // Starts priming `candidate` of options.problem; false (nothing started) while a prime is in
-  // flight or after stop().
-  bool start(const EvalOptions& options, const std::filesystem::path& candidate);
-  // Waits for the prime in flight where it is of `candidate`'s text: the candidate's evaluation
-  // then starts from what the prime compiled instead of compiling it again beside it.
-  void await(const std::filesystem::path& candidate);
-  // Kills a prime in flight (the run it was for has ended).
-  void cancel() { workers_.kill_background(); }
-  // Kills a prime in flight and waits for its thread; later starts are refused.
+  // Starts `request` (the eval request of `candidate`; "hold" is added) until its hold, in place
+  // of the one held before. False (nothing started) while the last one has not reached its hold
+  // yet, or after stop().
+  bool start(nlohmann::json request, const CallLimits& limits, const CompileCacheUse& compile_cache,
+             const std::filesystem::path& candidate);
+  // The evaluation `request` asks for, by the worker held for a candidate of the same text and
+  // the same request otherwise (waiting for it to hold); nullopt where there is none or it ended
+  // before its hold without an answer (the caller judges afresh). Another held one stays.
+  std::optional<WorkerOutcome> take(const nlohmann::json& request,
+                                    const std::filesystem::path& candidate);
+  // Kills the evaluation ahead, held or not yet (the run it was for has ended).
+  void cancel();
+  // The same, and later starts are refused.
   void stop();
 
  private:
+  void drop();  // with mutex_ held
+
   WorkerPool& workers_;
-  std::mutex mutex_;  // guards thread_, text_key_ and stopped_
-  std::thread thread_;
-  std::string text_key_;  // of the candidate primed last
-  std::atomic<bool> busy_{false};
+  std::mutex mutex_;
+  std::thread thread_;  // the background call until its hold; it writes held_, then starting_
+  WorkerPool::HeldCall held_;
+  std::atomic<bool> starting_{false};
+  std::string text_key_;     // of the candidate evaluated ahead
+  nlohmann::json compared_;  // its request without the candidate's path and "hold"
   bool stopped_ = false;
 };
 

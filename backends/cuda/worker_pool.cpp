@@ -479,16 +479,20 @@ class PhaseClock {
       }
       start(limits_.compile, "the compile allowance (" + seconds_text(limits_.compile) + ")");
     } else if (event == "primed") {
-      const double eager_ms = outcome.eager_ms.value_or(0.0);
-      const auto allowance = std::chrono::duration_cast<Clock::duration>(
-          limits_.base + std::chrono::duration<double, std::milli>(limits_.per_eager * eager_ms));
-      std::array<char, 160> why{};
-      std::snprintf(why.data(), why.size(),
-                    "the candidate's limit (%.0f s + %.0f x eager's %.3g ms)",
-                    static_cast<double>(limits_.base.count()), limits_.per_eager, eager_ms);
-      phase_deadline_ = Clock::now() + allowance;
-      phase_what_ = why.data();
+      start_candidate_phase(outcome);
     }
+  }
+
+  // From now: the candidate's own allowance, after its first call.
+  void start_candidate_phase(const WorkerOutcome& outcome) {
+    const double eager_ms = outcome.eager_ms.value_or(0.0);
+    const auto allowance = std::chrono::duration_cast<Clock::duration>(
+        limits_.base + std::chrono::duration<double, std::milli>(limits_.per_eager * eager_ms));
+    std::array<char, 160> why{};
+    std::snprintf(why.data(), why.size(), "the candidate's limit (%.0f s + %.0f x eager's %.3g ms)",
+                  static_cast<double>(limits_.base.count()), limits_.per_eager, eager_ms);
+    phase_deadline_ = Clock::now() + allowance;
+    phase_what_ = why.data();
   }
 
   Clock::time_point deadline() const {
@@ -521,72 +525,89 @@ class PhaseClock {
 
 }  // namespace
 
-WorkerOutcome WorkerPool::call(const json& request, const CallLimits& limits,
-                               const CompileCacheUse& compile_cache, CallKind kind) {
-  const auto taken = Clock::now();
-  const std::unique_ptr<Worker> worker = take();
-  Child& child = worker->child;
-  WorkerOutcome outcome;
-  outcome.sandbox = sandbox_;
-  // Registered for the whole exchange, so that the pool pauses or stops it; unregistered before
-  // any finish reaps it.
-  struct Background {
-    Background() = default;
-    Background(const Background&) = delete;  // one owner: a copy's end() would unregister
-    Background& operator=(const Background&) = delete;
-    WorkerPool* pool = nullptr;
-    Worker* worker = nullptr;
-    void end() {
-      if (pool) pool->remove_background(worker);
-      pool = nullptr;
-    }
-    ~Background() { end(); }
-  } background;
-  if (kind == CallKind::background) {
-    if (!add_background(worker.get())) {
-      outcome.failure = "the pool stopped its background calls";
-      return outcome;
-    }
-    background.pool = this;
-    background.worker = worker.get();
-  }
-  const auto finish = [&](Child::Deadline deadline) {
-    background.end();
-    ProcessResult result = child.finish(deadline);
-    if (sandbox_ == "bwrap") unwrap_bwrap_status(result);
-    outcome.stderr_tail = last_part(child.stderr_tail());
-    return result;
-  };
+struct WorkerPool::Exchange {
+  Exchange(WorkerPool& owner, const CallLimits& call_limits, CompileCacheUse cache_use)
+      : pool(owner), limits(call_limits), compile_cache(std::move(cache_use)) {}
+  Exchange(const Exchange&) = delete;  // the clock refers to `limits`
+  Exchange& operator=(const Exchange&) = delete;
+  ~Exchange() { end_background(); }  // also where an exception left the exchange
 
-  const auto ready_deadline = worker->started + worker->paused_for + config_.start_timeout;
-  const std::optional<std::string> ready_line = child.read_line(ready_deadline);
+  WorkerPool& pool;
+  const CallLimits limits;
+  const CompileCacheUse compile_cache;
+  std::unique_ptr<Worker> worker;
+  WorkerOutcome outcome;
+  Clock::time_point sent;
+  std::optional<PhaseClock> clock;
+  bool written = false;     // the request reached the worker
+  bool background = false;  // registered with the pool (paused while another call times)
+  bool held = false;        // waiting for resume()
+  bool reaped = false;      // its worker's process is gone
+
+  // Unregistered before any finish reaps the worker: the pool must not signal a reaped process.
+  void end_background() {
+    if (!background) return;
+    pool.remove_background(worker.get());
+    background = false;
+  }
+};
+
+ProcessResult WorkerPool::end_worker(Exchange& x, Clock::time_point deadline) {
+  x.end_background();
+  ProcessResult result = x.worker->child.finish(deadline);
+  x.reaped = true;
+  if (sandbox_ == "bwrap") unwrap_bwrap_status(result);
+  x.outcome.stderr_tail = last_part(x.worker->child.stderr_tail());
+  return result;
+}
+
+bool WorkerPool::begin(Exchange& x, const json& request, CallKind kind, bool close_stdin) {
+  const auto taken = Clock::now();
+  x.worker = take();
+  x.outcome.sandbox = sandbox_;
+  if (kind == CallKind::background) {
+    if (!add_background(x.worker.get())) {
+      x.outcome.failure = "the pool stopped its background calls";
+      return false;
+    }
+    x.background = true;
+  }
+  Worker& worker = *x.worker;
+  const auto ready_deadline = worker.started + worker.paused_for + config_.start_timeout;
+  const std::optional<std::string> ready_line = worker.child.read_line(ready_deadline);
   if (!ready_line) {
-    const ProcessResult result = finish(ready_deadline);
-    outcome.failure = result.timed_out
-                          ? "worker was not ready after " + seconds_text(config_.start_timeout)
-                          : ended_early(result, true);
-    return outcome;
+    const ProcessResult result = end_worker(x, ready_deadline);
+    x.outcome.failure = result.timed_out
+                            ? "worker was not ready after " + seconds_text(config_.start_timeout)
+                            : ended_early(result, true);
+    return false;
   }
   // A worker that never became ready says nothing about how fast workers start.
   if (Clock::now() - taken > kSlowReady) grow();
   std::string why;
   std::optional<json> ready = parse_object(*ready_line, why);
-  if (ready) outcome.ready = std::move(*ready);
-  if (!ready || outcome.ready.value("ready", json()) != true) {
-    finish(Clock::now() + kExitGrace);
-    outcome.failure = ready ? "worker could not start: " + reason(outcome.ready)
-                            : "worker sent an invalid ready line: " + why;
-    return outcome;
+  if (ready) x.outcome.ready = std::move(*ready);
+  if (!ready || x.outcome.ready.value("ready", json()) != true) {
+    end_worker(x, Clock::now() + kExitGrace);
+    x.outcome.failure = ready ? "worker could not start: " + reason(x.outcome.ready)
+                              : "worker sent an invalid ready line: " + why;
+    return false;
   }
 
-  const fs::path worker_cache = worker_compile_cache(worker->dir.path());
-  const bool share = !compile_cache.folder.empty() && shares_compile_cache();
-  if (share) {
-    outcome.compile_cache_in_bytes =
-        copy_missing_files(compile_cache.folder, worker_cache, kCompileCacheMaxBytes);
+  if (!x.compile_cache.folder.empty() && shares_compile_cache()) {
+    x.outcome.compile_cache_in_bytes = copy_missing_files(
+        x.compile_cache.folder, worker_compile_cache(worker.dir.path()), kCompileCacheMaxBytes);
   }
-  const auto sent = Clock::now();
-  PhaseClock clock(limits, sent);
+  x.sent = Clock::now();
+  x.clock.emplace(x.limits, x.sent);
+  x.written = worker.child.write(
+      request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", x.clock->deadline());
+  if (x.written && close_stdin) worker.child.close_stdin();  // one request per worker
+  return true;
+}
+
+void WorkerPool::run(Exchange& x, bool stop_at_hold) {
+  Child& child = x.worker->child;
   bool quiet = false;  // between this worker's "timing" and "timed"
   const auto set_quiet = [&](bool on) {
     if (on == quiet) return;
@@ -598,56 +619,98 @@ WorkerOutcome WorkerPool::call(const json& request, const CallLimits& limits,
     ~QuietEnd() { set(false); }
   } quiet_end{set_quiet};
   std::optional<json> response;
-  bool written = child.write(request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n",
-                             clock.deadline());
-  if (written) child.close_stdin();  // one request per worker
   bool invalid = false;
-  while (written && !response && !invalid) {
-    const std::optional<std::string> line = child.read_line(clock.deadline());
+  std::string why;
+  while (x.written && !response && !invalid) {
+    const std::optional<std::string> line = child.read_line(x.clock->deadline());
     if (!line) break;
     std::optional<json> object = parse_object(*line, why);
     if (!object) {
       invalid = true;
     } else if (object->contains("progress") && !object->contains("ok")) {
-      clock.progress(*object, outcome);
+      x.clock->progress(*object, x.outcome);
       const json& event = (*object)["progress"];
       spdlog::debug("worker {}: {} after {:.2f} s", child.pid(), event.dump(),
-                    std::chrono::duration<double>(Clock::now() - sent).count());
+                    std::chrono::duration<double>(Clock::now() - x.sent).count());
       if (event == "timing" || event == "timed") set_quiet(event == "timing");
+      if (event == "held" && stop_at_hold) {
+        x.held = true;
+        return;
+      }
     } else {
       response = std::move(object);
     }
   }
-  outcome.seconds = std::chrono::duration<double>(Clock::now() - sent).count();
+  x.outcome.seconds = std::chrono::duration<double>(Clock::now() - x.sent).count();
   if (response) {
-    outcome.completed = true;
-    outcome.response = std::move(*response);
-    finish(Clock::now() + kExitGrace);
-    if (share && compile_cache.keep) {
-      outcome.compile_cache_kept_bytes =
-          copy_missing_files(worker_cache, compile_cache.folder, kCompileCacheMaxBytes);
+    x.outcome.completed = true;
+    x.outcome.response = std::move(*response);
+    end_worker(x, Clock::now() + kExitGrace);
+    if (x.compile_cache.keep && !x.compile_cache.folder.empty() && shares_compile_cache()) {
+      x.outcome.compile_cache_kept_bytes =
+          copy_missing_files(worker_compile_cache(x.worker->dir.path()), x.compile_cache.folder,
+                             kCompileCacheMaxBytes);
     }
-    return outcome;
+    return;
   }
   if (invalid) {
-    outcome.failure = "worker sent invalid JSON: " + why;
-    finish(Clock::now() + kExitGrace);
-    return outcome;
+    x.outcome.failure = "worker sent invalid JSON: " + why;
+    end_worker(x, Clock::now() + kExitGrace);
+    return;
   }
-  const auto deadline = clock.deadline();
-  const ProcessResult result = finish(deadline);
-  outcome.seconds = std::chrono::duration<double>(Clock::now() - sent).count();
+  const auto deadline = x.clock->deadline();
+  const ProcessResult result = end_worker(x, deadline);
+  x.outcome.seconds = std::chrono::duration<double>(Clock::now() - x.sent).count();
   if (result.timed_out) {
-    outcome.limit = clock.what(deadline);
-    const bool total = limits.total.count() > 0 && deadline >= sent + limits.total;
-    outcome.failure = total ? "timed out after " + seconds_text(limits.total)
-                            : "timed out after " +
-                                  seconds_text(std::chrono::duration<double>(outcome.seconds)) +
-                                  ": " + outcome.limit;
+    x.outcome.limit = x.clock->what(deadline);
+    const bool total = x.limits.total.count() > 0 && deadline >= x.sent + x.limits.total;
+    x.outcome.failure = total ? "timed out after " + seconds_text(x.limits.total)
+                              : "timed out after " +
+                                    seconds_text(std::chrono::duration<double>(x.outcome.seconds)) +
+                                    ": " + x.outcome.limit;
   } else {
-    outcome.failure = ended_early(result, false);
+    x.outcome.failure = ended_early(result, false);
   }
-  return outcome;
+}
+
+WorkerOutcome WorkerPool::call(const json& request, const CallLimits& limits,
+                               const CompileCacheUse& compile_cache, CallKind kind) {
+  Exchange exchange(*this, limits, compile_cache);
+  if (begin(exchange, request, kind, /*close_stdin=*/true)) run(exchange, /*stop_at_hold=*/false);
+  return std::move(exchange.outcome);
+}
+
+WorkerPool::HeldCall WorkerPool::call_until_held(const json& request, const CallLimits& limits,
+                                                 const CompileCacheUse& compile_cache) {
+  HeldCall held(new Exchange(*this, limits, compile_cache));
+  if (begin(*held, request, CallKind::background, /*close_stdin=*/false)) {
+    run(*held, /*stop_at_hold=*/true);
+  }
+  return held;
+}
+
+bool WorkerPool::is_held(const HeldCall& call) { return call && call->held; }
+
+WorkerOutcome WorkerPool::resume(HeldCall call) {
+  Exchange& x = *call;
+  if (!x.held) return std::move(x.outcome);
+  x.held = false;
+  x.end_background();     // a judged call from now on (also resumed if it was paused)
+  x.sent = Clock::now();  // the limits count from here: the hold was not the candidate's time
+  x.clock.emplace(x.limits, x.sent);
+  x.clock->start_candidate_phase(x.outcome);
+  x.written = x.worker->child.write("go\n", x.clock->deadline());
+  if (x.written) x.worker->child.close_stdin();
+  run(x, /*stop_at_hold=*/false);
+  return std::move(x.outcome);
+}
+
+void WorkerPool::EndExchange::operator()(Exchange* exchange) const {
+  if (exchange->worker && !exchange->reaped) {
+    exchange->end_background();
+    exchange->worker->child.kill();
+  }
+  delete exchange;
 }
 
 }  // namespace mblast

@@ -2,7 +2,8 @@
 // Requests to the Python worker (worker), one request per process: a crash, hang or
 // CUDA error in candidate code takes down only that process. Protocol: the worker, started as
 // `PYTHON -m mblast_worker serve`, writes one JSON "ready" line on stdout, reads one JSON request
-// line on stdin, writes one JSON response line and exits.
+// line on stdin, writes one JSON response line and exits (a held eval, call_until_held, waits
+// for a second line, "go", after its candidate's first call).
 //
 // Each worker runs in its own fresh temporary directory (cwd, TMPDIR and HOME), removed after the
 // call, without secrets in its environment, and without network where the OS allows it (bwrap,
@@ -32,6 +33,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "mblast/process.hpp"
 
 namespace mblast {
 
@@ -93,8 +96,8 @@ struct CompileCacheUse {
   bool keep = false;
 };
 
-// A judged call times its candidate; a background call (a prebuild's prime: compiling a candidate
-// ahead of its evaluation) is paused whenever another call times one, like the workers starting.
+// A judged call times its candidate; a background call (a prebuild's evaluation ahead, up to its
+// candidate's first call) is paused whenever another call times one, like the workers starting.
 enum class CallKind { judged, background };
 
 class WorkerPool {
@@ -119,6 +122,23 @@ class WorkerPool {
   WorkerOutcome call(const nlohmann::json& request, std::chrono::seconds timeout) {
     return call(request, CallLimits::fixed(timeout));
   }
+
+  // One request's exchange with its worker; a held one waits in the middle (call_until_held).
+  struct Exchange;
+  struct EndExchange {
+    void operator()(Exchange* exchange) const;  // kills a worker still running, then reaps it
+  };
+  using HeldCall = std::unique_ptr<Exchange, EndExchange>;
+  // A request that asks its worker to hold (an eval with "hold": the driver's prebuild) as a
+  // background call, until the worker reports "held" after the candidate's first call, or the
+  // call ends before that (a failing candidate, a timeout, kill_background). The held worker
+  // waits for resume(); dropping the HeldCall kills it.
+  HeldCall call_until_held(const nlohmann::json& request, const CallLimits& limits,
+                           const CompileCacheUse& compile_cache = {});
+  static bool is_held(const HeldCall& call);
+  // Lets a held worker go on ("go" on its stdin) as a judged call, its candidate's time limit
+  // counted from now; the outcome of a call that ended before its hold is returned as it was.
+  WorkerOutcome resume(HeldCall call);
 
   // Starts one more worker in the background, beyond the `prestarted` ones.
   void prestart();
@@ -146,6 +166,11 @@ class WorkerPool {
   };
 
   std::unique_ptr<Worker> take();
+  // The phases of an exchange: a worker taken, ready and sent the request (false: it ended
+  // there); its lines read until the answer, or until "held" with stop_at_hold; its worker reaped.
+  bool begin(Exchange& exchange, const nlohmann::json& request, CallKind kind, bool close_stdin);
+  void run(Exchange& exchange, bool stop_at_hold);
+  ProcessResult end_worker(Exchange& exchange, std::chrono::steady_clock::time_point deadline);
   void want_more();  // with mutex_ held
   void grow();       // one more started ahead, within growth_limit_
   // A call's worker times its candidate between its "timing" and "timed" progress lines: the

@@ -298,10 +298,10 @@ void add_judge_options(CLI::App* cmd, OptimizeCommand& c) {
                 "Judge the whole model in a CUDA graph first; where that is correct, every later "
                 "built-in candidate is judged inside such a graph (CUDA GPUs)");
   cmd->add_flag("--prebuild", c.options.prebuild,
-                "While a step is judged, compile the built-in the selector would choose next in "
-                "the background (paused while a candidate is timed), so that its evaluation "
-                "starts from a warm compile cache (CUDA GPUs; experimental: measured without "
-                "gain so far, docs/ARCHITECTURE.md)");
+                "While a step is judged, evaluate the built-in the selector would choose next "
+                "up to its first call (its compile) in the background, paused while a candidate "
+                "is timed; the step that chooses it goes on in that worker (CUDA GPUs; "
+                "experimental, docs/ARCHITECTURE.md)");
   cmd->add_option("--profile", c.options.judge.profiler,
                   "What profiles each candidate for the state classifier: torch (the PyTorch "
                   "profiler, default) or ncu (also Nsight Compute's counters: DRAM, L2 and SM "

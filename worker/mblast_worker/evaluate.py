@@ -1,4 +1,4 @@
-"""The eval op: verification trials, anti-cheat checks, then timing; and the prime op.
+"""The eval op: verification trials, anti-cheat checks, then timing.
 
 Memory is poisoned before every candidate call and the float64 reference of a trial is
 computed (or read) after the candidate has run, so a candidate cannot pick up the
@@ -44,18 +44,6 @@ def evaluate(s: Session) -> None:
     if v.error_kind not in ("shape", "dtype"):
         _after_trials(s, v)
     _finish(s, v)
-
-
-def prime(s: Session) -> None:
-    """The prime op: the candidate's first call and nothing else, so that its lazy compilation
-    (torch.compile, Triton, cuDNN's autotuning) fills the compile caches a later eval of the same
-    candidate starts from. Nothing is judged or timed: the eval op judges the candidate. The call
-    runs in the grad mode the request's timing asks for, as the eval's calls do (a graph compiled
-    in another grad mode is another cache entry)."""
-    seed = s.req.seeds[0]
-    with s.phases.phase("first_call"):
-        s.call_candidate(s.make_inputs(seed), seed, PoisonMode.NAN)
-    s.resp.primed = True
 
 
 def _base_tolerance(s: Session) -> Tol:

@@ -11,7 +11,7 @@ from . import ceilings, memory
 from .costmodel import count_flops, min_bytes
 from .device import device_name, init_device, parse_device
 from .errors import RequestError, TaskError, WorkerError, WorkerTimeout
-from .evaluate import evaluate, prime
+from .evaluate import evaluate
 from .loader import call_input_fn, construct, load_problem
 from .phases import Phases
 from .request import Request, parse_request
@@ -64,12 +64,12 @@ def _dispatch(req: Request, resp: Response, device: torch.device) -> None:
     elif req.op == "check_task":
         _check_task(req, resp, device)
     else:
-        resp.correct = False if req.op == "eval" else None
+        resp.correct = False
         phases = Phases(peak_reader=(lambda: memory.take_window(device)) if device.type == "cuda" else None)
         try:
             with phases.phase("load"):
                 session = Session.open(req, resp, device, phases)
-            (evaluate if req.op == "eval" else prime)(session)
+            evaluate(session)
         finally:
             resp.phase_seconds = phases.seconds()
             resp.phase_peak_bytes = phases.peak_bytes()

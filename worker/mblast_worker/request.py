@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Optional
 
 from .errors import RequestError
 
-OPS = ("eval", "prime", "check_task", "ceilings")
+OPS = ("eval", "check_task", "ceilings")
 POLICIES = ("eager-widened", "strict")
 BASELINES = ("eager", "compile")
 PROFILERS = ("torch", "ncu")
@@ -60,6 +60,9 @@ class Request:
     profiler: str = "torch"
     ncu_launch_count: int = 40  # kernels ncu profiles at most
     ncu_timeout_s: float = 180.0  # the whole ncu step, its one retry included
+    # eval: after the candidate's first call, report "held" and wait for the driver's "go" line
+    # (progress.hold): the driver's prebuild compiles a candidate before it is chosen.
+    hold: bool = False
 
 
 def _typed(raw: Dict[str, Any], key: str, kinds: tuple, default: Any) -> Any:
@@ -113,8 +116,11 @@ def parse_request(raw: Any, default_device: str = "cpu") -> Request:
     if op not in OPS:
         raise RequestError(f"unknown op {op!r}; expected one of {', '.join(OPS)}")
     req = Request(op=op)
-    req.problem = _abs_path(raw, "problem", required=op in ("eval", "prime", "check_task"))
-    req.candidate = _abs_path(raw, "candidate", required=op in ("eval", "prime"))
+    req.problem = _abs_path(raw, "problem", required=op in ("eval", "check_task"))
+    req.candidate = _abs_path(raw, "candidate", required=op == "eval")
+    req.hold = _typed(raw, "hold", (bool,), False)
+    if req.hold and op != "eval":
+        raise RequestError("request field 'hold' is for op 'eval' only")
     req.device = _typed(raw, "device", (str,), default_device)
     seeds = _typed(raw, "seeds", (list,), [1, 2, 3, 4, 5])
     if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):

@@ -52,7 +52,6 @@ class OutputSpec:
 class Response:
     ok: bool = False
     correct: Optional[bool] = None
-    primed: Optional[bool] = None  # the prime op: the candidate's first call returned
     max_abs_err: Optional[float] = None
     max_rel_err: Optional[float] = None
     rel_l2_err: Optional[float] = None

@@ -72,6 +72,9 @@ def run_trial(s: Session, v: Verdict, seed: int, prime: bool) -> None:
         with s.phases.phase("first_call"):  # lazy compilation (torch.compile, Triton) happens here
             s.call_candidate(inputs, seed, PoisonMode.NAN)
         progress.report("primed")
+        if s.req.hold and progress.has_driver():
+            with s.phases.phase("held"):  # waiting for the driver, not the candidate's time
+                progress.hold()
         inputs = _check_mutation(s, v, seed, before, inputs)
     tol = _trial_tolerance(v, sf)
     raw_a = s.call_candidate(inputs, seed, PoisonMode.NAN)
