@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -330,7 +331,7 @@ TEST(WorkerTest, ACallThatEndsBeforeItsHoldOrIsKilledHeldSaysHow) {
 }
 
 // --prebuild's evaluation ahead: the held worker judges a later request of the same candidate text
-// (at any path) and the same fields otherwise, once; other requests are judged afresh and leave it.
+// (at any path) and the same fields otherwise, once; another problem's request leaves it.
 TEST(WorkerTest, APrimerHandsItsHeldWorkerToTheEvaluationOfTheSameText) {
   testing::TempDir scratch;
   testing::TempDir files;
@@ -342,11 +343,14 @@ TEST(WorkerTest, APrimerHandsItsHeldWorkerToTheEvaluationOfTheSameText) {
   std::ofstream(other) << "other text";
   WorkerPool pool(fake_config(scratch.path()), 1);
   Primer primer(pool);
-  const json request = {{"op", "hold"}, {"candidate", guess.string()}, {"seeds", {1, 2}}};
+  const json request = {
+      {"op", "hold"}, {"problem", "/p.py"}, {"candidate", guess.string()}, {"seeds", {1, 2}}};
   ASSERT_TRUE(primer.start(request, CallLimits::fixed(seconds(30)), {}, guess));
   json judged = request;
+  judged["problem"] = "/another_problem.py";
   judged["candidate"] = other.string();
   EXPECT_FALSE(primer.take(judged, other));
+  judged["problem"] = "/p.py";
   judged["candidate"] = chosen.string();
   judged["seeds"] = {1};
   EXPECT_FALSE(primer.take(judged, chosen));
@@ -356,6 +360,37 @@ TEST(WorkerTest, APrimerHandsItsHeldWorkerToTheEvaluationOfTheSameText) {
   EXPECT_TRUE(taken->completed) << taken->failure;
   EXPECT_EQ(taken->response, json({{"resumed", true}}));
   EXPECT_FALSE(primer.take(judged, chosen));  // once
+}
+
+// The loop guesses step N+1 before step N is judged: the new guess waits until step N's
+// evaluation takes the one ahead, or judges another text of the problem (a wrong guess: killed).
+TEST(WorkerTest, AGuessWaitsForTheOneAheadToBeTakenOrFoundWrong) {
+  testing::TempDir scratch;
+  testing::TempDir files;
+  std::map<std::string, fs::path> file;
+  for (const std::string name : {"a", "b", "c", "d"}) {
+    file[name] = files.path() / (name + ".py");
+    std::ofstream(file[name]) << "text " << name;
+  }
+  const auto request = [&](const std::string& name) {
+    return json{{"op", "hold"}, {"problem", "/p.py"}, {"candidate", file[name].string()}};
+  };
+  {
+    WorkerPool pool(fake_config(scratch.path()), 1);
+    Primer primer(pool);
+    const CallLimits limits = CallLimits::fixed(seconds(30));
+    ASSERT_TRUE(primer.start(request("a"), limits, {}, file["a"]));
+    ASSERT_TRUE(primer.start(request("b"), limits, {}, file["b"]));  // pending
+    const auto a = primer.take(request("a"), file["a"]);
+    ASSERT_TRUE(a.has_value() && a->completed);
+    ASSERT_TRUE(primer.start(request("c"), limits, {}, file["c"]));  // pending behind b
+    EXPECT_FALSE(primer.take(request("d"), file["d"]));  // b was wrong: killed, c goes ahead
+    const auto c = primer.take(request("c"), file["c"]);
+    ASSERT_TRUE(c.has_value());
+    EXPECT_TRUE(c->completed) << c->failure;
+    EXPECT_FALSE(primer.take(request("b"), file["b"]));
+  }
+  EXPECT_TRUE(no_children_left());
 }
 
 TEST(WorkerTest, ACancelledEvaluationAheadIsJudgedAfresh) {
@@ -368,6 +403,7 @@ TEST(WorkerTest, ACancelledEvaluationAheadIsJudgedAfresh) {
     Primer primer(pool);
     const json request = {{"op", "hold"}, {"candidate", guess.string()}};
     ASSERT_TRUE(primer.start(request, CallLimits::fixed(seconds(30)), {}, guess));
+    ASSERT_TRUE(primer.start(request, CallLimits::fixed(seconds(30)), {}, guess));  // pending
     primer.cancel();
     EXPECT_FALSE(primer.take(request, guess));
     primer.stop();

@@ -29,37 +29,59 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 bool Primer::start(nlohmann::json request, const CallLimits& limits,
                    const CompileCacheUse& compile_cache, const fs::path& candidate) {
   const std::lock_guard lock(mutex_);
-  if (stopped_ || starting_) return false;
-  drop();
-  text_key_ = candidate_text_key(candidate);
-  compared_ = compared_part(request);
-  request["hold"] = true;
+  if (stopped_) return false;
+  Ahead ahead{std::move(request), limits, compile_cache, candidate};
+  if (thread_.joinable()) {
+    pending_ = std::move(ahead);  // the one ahead may be the step's about to be judged
+  } else {
+    launch(std::move(ahead));
+  }
+  return true;
+}
+
+void Primer::launch(Ahead ahead) {
+  text_key_ = candidate_text_key(ahead.candidate);
+  compared_ = compared_part(ahead.request);
+  ahead.request["hold"] = true;
   starting_ = true;
-  thread_ = std::thread([this, request = std::move(request), limits, compile_cache, candidate] {
+  thread_ = std::thread([this, ahead = std::move(ahead)] {
     const auto started = std::chrono::steady_clock::now();
-    held_ = workers_.call_until_held(request, limits, compile_cache);
+    held_ = workers_.call_until_held(ahead.request, ahead.limits, ahead.compile_cache);
     spdlog::debug(
-        "prebuild of {}: {} after {:.2f} s", candidate.filename().string(),
+        "prebuild of {}: {} after {:.2f} s", ahead.candidate.filename().string(),
         WorkerPool::is_held(held_) ? "held after its first call" : "ended before its hold",
         seconds_since(started));
     starting_ = false;
   });
-  return true;
+}
+
+void Primer::launch_pending() {
+  if (!pending_ || stopped_) return;
+  Ahead next = std::move(*pending_);
+  pending_.reset();
+  launch(std::move(next));
 }
 
 std::optional<WorkerOutcome> Primer::take(const nlohmann::json& request,
                                           const fs::path& candidate) {
   std::unique_lock lock(mutex_);
-  if (!thread_.joinable() && !held_) return std::nullopt;
-  if (text_key_ != candidate_text_key(candidate) || compared_ != compared_part(request)) {
+  if (!thread_.joinable()) return std::nullopt;
+  const std::string text_key = candidate_text_key(candidate);
+  if (text_key != text_key_ || compared_ != compared_part(request)) {
+    // Another text of the same problem: the step the guess was for chose something else.
+    if (text_key != text_key_ && request.value("problem", "") == compared_.value("problem", "")) {
+      drop_current();
+      launch_pending();
+    }
     return std::nullopt;
   }
   const auto waiting = std::chrono::steady_clock::now();
-  if (thread_.joinable()) thread_.join();
+  thread_.join();
   spdlog::debug("{} waited {:.2f} s for its evaluation ahead", candidate.filename().string(),
                 seconds_since(waiting));
   WorkerPool::HeldCall held = std::move(held_);
   text_key_.clear();
+  launch_pending();  // beside this evaluation, paused while it times
   lock.unlock();
   const bool was_held = WorkerPool::is_held(held);
   WorkerOutcome outcome = workers_.resume(std::move(held));
@@ -69,7 +91,7 @@ std::optional<WorkerOutcome> Primer::take(const nlohmann::json& request,
   return outcome;
 }
 
-void Primer::drop() {
+void Primer::drop_current() {
   // Until the call in flight returns: it may not be registered with the pool yet (still taking a
   // worker) when the first kill comes.
   while (starting_) {
@@ -83,14 +105,16 @@ void Primer::drop() {
 
 void Primer::cancel() {
   const std::lock_guard lock(mutex_);
-  drop();
+  pending_.reset();
+  drop_current();
 }
 
 void Primer::stop() {
   const std::lock_guard lock(mutex_);
   stopped_ = true;
+  pending_.reset();
   workers_.stop_background();
-  drop();
+  drop_current();
 }
 
 }  // namespace mblast

@@ -6,6 +6,10 @@
 // then judges the same text with the same request, that worker goes on as the evaluation; the
 // compiled candidate is not made again. Only for candidates whose code is trusted (mblast's own
 // built-ins): the caller's check.
+//
+// The loop guesses step N+1 before step N is judged, so a guess may come while the one for step N
+// still waits: it waits its turn (pending) until step N's evaluation has taken the one ahead, or
+// judged another text of the same problem (the guess was wrong; its worker is killed).
 #include <atomic>
 #include <filesystem>
 #include <mutex>
@@ -19,7 +23,7 @@
 
 namespace mblast {
 
-// At most one evaluation ahead, started on a thread of its own.
+// One evaluation ahead at a time, on a thread of its own, and at most one pending.
 class Primer {
  public:
   explicit Primer(WorkerPool& workers) : workers_(workers) {}
@@ -27,31 +31,42 @@ class Primer {
   Primer(const Primer&) = delete;
   Primer& operator=(const Primer&) = delete;
 
-  // Starts `request` (the eval request of `candidate`; "hold" is added) until its hold, in place
-  // of the one held before. False (nothing started) while the last one has not reached its hold
-  // yet, or after stop().
+  // Evaluates `request` (the eval request of `candidate`; "hold" is added) ahead, now or once the
+  // one ahead is taken or found wrong (replacing an older pending one). False after stop().
   bool start(nlohmann::json request, const CallLimits& limits, const CompileCacheUse& compile_cache,
              const std::filesystem::path& candidate);
-  // The evaluation `request` asks for, by the worker held for a candidate of the same text and
-  // the same request otherwise (waiting for it to hold); nullopt where there is none or it ended
-  // before its hold without an answer (the caller judges afresh). Another held one stays.
+  // The evaluation `request` asks for, by the worker ahead where it is for a candidate of the same
+  // text and the same request otherwise (waiting for it to hold); nullopt where there is none or
+  // it ended before its hold without an answer: the caller judges afresh.
   std::optional<WorkerOutcome> take(const nlohmann::json& request,
                                     const std::filesystem::path& candidate);
-  // Kills the evaluation ahead, held or not yet (the run it was for has ended).
+  // Kills the evaluation ahead, held or not yet, and forgets the pending one (the run has ended).
   void cancel();
   // The same, and later starts are refused.
   void stop();
 
  private:
-  void drop();  // with mutex_ held
+  struct Ahead {
+    nlohmann::json request;
+    CallLimits limits;
+    CompileCacheUse compile_cache;
+    std::filesystem::path candidate;
+  };
+  // With mutex_ held:
+  void launch(Ahead ahead);
+  void launch_pending();
+  void drop_current();
 
   WorkerPool& workers_;
   std::mutex mutex_;
-  std::thread thread_;  // the background call until its hold; it writes held_, then starting_
+  // The evaluation ahead: its thread runs the background call until the hold, writes held_, then
+  // clears starting_; joinable until take() or drop_current() joins it.
+  std::thread thread_;
   WorkerPool::HeldCall held_;
   std::atomic<bool> starting_{false};
-  std::string text_key_;     // of the candidate evaluated ahead
+  std::string text_key_;     // of its candidate
   nlohmann::json compared_;  // its request without the candidate's path and "hold"
+  std::optional<Ahead> pending_;
   bool stopped_ = false;
 };
 
