@@ -363,7 +363,8 @@ TEST(WorkerTest, APrimerHandsItsHeldWorkerToTheEvaluationOfTheSameText) {
 }
 
 // The loop guesses step N+1 before step N is judged: the new guess waits until step N's
-// evaluation takes the one ahead, or judges another text of the problem (a wrong guess: killed).
+// evaluation takes the one ahead, or judges another text of the problem (a wrong guess: killed);
+// one guessed with nothing ahead lets the evaluation of its own step pass first.
 TEST(WorkerTest, AGuessWaitsForTheOneAheadToBeTakenOrFoundWrong) {
   testing::TempDir scratch;
   testing::TempDir files;
@@ -389,6 +390,12 @@ TEST(WorkerTest, AGuessWaitsForTheOneAheadToBeTakenOrFoundWrong) {
     ASSERT_TRUE(c.has_value());
     EXPECT_TRUE(c->completed) << c->failure;
     EXPECT_FALSE(primer.take(request("b"), file["b"]));
+    // Guessed with nothing ahead: the evaluation of the step it was guessed in comes first.
+    ASSERT_TRUE(primer.start(request("a"), limits, {}, file["a"]));
+    EXPECT_FALSE(primer.take(request("d"), file["d"]));
+    const auto again = primer.take(request("a"), file["a"]);
+    ASSERT_TRUE(again.has_value());
+    EXPECT_TRUE(again->completed) << again->failure;
   }
   EXPECT_TRUE(no_children_left());
 }

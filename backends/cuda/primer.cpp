@@ -35,6 +35,7 @@ bool Primer::start(nlohmann::json request, const CallLimits& limits,
     pending_ = std::move(ahead);  // the one ahead may be the step's about to be judged
   } else {
     launch(std::move(ahead));
+    its_turn_next_ = false;  // the evaluation of the step it was guessed in comes first
   }
   return true;
 }
@@ -60,6 +61,7 @@ void Primer::launch_pending() {
   Ahead next = std::move(*pending_);
   pending_.reset();
   launch(std::move(next));
+  its_turn_next_ = true;  // launched at an evaluation of the step before its own
 }
 
 std::optional<WorkerOutcome> Primer::take(const nlohmann::json& request,
@@ -68,8 +70,12 @@ std::optional<WorkerOutcome> Primer::take(const nlohmann::json& request,
   if (!thread_.joinable()) return std::nullopt;
   const std::string text_key = candidate_text_key(candidate);
   if (text_key != text_key_ || compared_ != compared_part(request)) {
-    // Another text of the same problem: the step the guess was for chose something else.
-    if (text_key != text_key_ && request.value("problem", "") == compared_.value("problem", "")) {
+    if (text_key == text_key_ || request.value("problem", "") != compared_.value("problem", "")) {
+      return std::nullopt;  // another problem's, or the same text judged otherwise
+    }
+    if (!its_turn_next_) {
+      its_turn_next_ = true;  // this was the evaluation of the step it was guessed in
+    } else {                  // the step it was guessed for chose another text
       drop_current();
       launch_pending();
     }

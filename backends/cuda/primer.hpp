@@ -7,9 +7,11 @@
 // compiled candidate is not made again. Only for candidates whose code is trusted (mblast's own
 // built-ins): the caller's check.
 //
-// The loop guesses step N+1 before step N is judged, so a guess may come while the one for step N
-// still waits: it waits its turn (pending) until step N's evaluation has taken the one ahead, or
-// judged another text of the same problem (the guess was wrong; its worker is killed).
+// The loop guesses step N+1 before step N is judged, and step N's evaluation, of another text,
+// comes first. So a guess may come while the one for step N still waits: it waits its turn
+// (pending) until step N's evaluation has taken the one ahead, or judged another text of the same
+// problem (the guess was wrong; its worker is killed). An LLM's step that judges several
+// candidates (fixes) finds a wrong guess in the second: the guess for the next step is lost.
 #include <atomic>
 #include <filesystem>
 #include <mutex>
@@ -64,6 +66,9 @@ class Primer {
   std::thread thread_;
   WorkerPool::HeldCall held_;
   std::atomic<bool> starting_{false};
+  // Whether the next evaluation of another text of the problem is of the step it was guessed
+  // for (a wrong guess then) rather than of the step it was guessed in.
+  bool its_turn_next_ = false;
   std::string text_key_;     // of its candidate
   nlohmann::json compared_;  // its request without the candidate's path and "hold"
   std::optional<Ahead> pending_;
