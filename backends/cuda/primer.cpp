@@ -47,7 +47,11 @@ void Primer::launch(Ahead ahead) {
   starting_ = true;
   thread_ = std::thread([this, ahead = std::move(ahead)] {
     const auto started = std::chrono::steady_clock::now();
-    held_ = workers_.call_until_held(ahead.request, ahead.limits, ahead.compile_cache);
+    try {
+      held_ = workers_.call_until_held(ahead.request, ahead.limits, ahead.compile_cache);
+    } catch (const std::exception& e) {  // no worker could start: the step is judged afresh
+      spdlog::debug("prebuild of {} failed: {}", ahead.candidate.filename().string(), e.what());
+    }
     spdlog::debug(
         "prebuild of {}: {} after {:.2f} s", ahead.candidate.filename().string(),
         WorkerPool::is_held(held_) ? "held after its first call" : "ended before its hold",
@@ -89,6 +93,7 @@ std::optional<WorkerOutcome> Primer::take(const nlohmann::json& request,
   text_key_.clear();
   launch_pending();  // beside this evaluation, paused while it times
   lock.unlock();
+  if (!held) return std::nullopt;  // its call threw: no worker could start
   const bool was_held = WorkerPool::is_held(held);
   WorkerOutcome outcome = workers_.resume(std::move(held));
   // Ended before its hold without an answer (killed, a worker that did not start, out of time

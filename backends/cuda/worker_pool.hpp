@@ -138,6 +138,7 @@ class WorkerPool {
   static bool is_held(const HeldCall& call);
   // Lets a held worker go on ("go" on its stdin) as a judged call, its candidate's time limit
   // counted from now; the outcome of a call that ended before its hold is returned as it was.
+  // `call` must not be empty.
   WorkerOutcome resume(HeldCall call);
 
   // Starts one more worker in the background, beyond the `prestarted` ones.
