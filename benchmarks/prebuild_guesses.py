@@ -12,12 +12,13 @@ Markdown table and a summary line."""
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
+
+from step_wall import json_lines
 
 CANDIDATE = re.compile(r"^s(\d+)-(.+)-[0-9a-f]{12}\.py$")
 
@@ -32,15 +33,9 @@ class Step:
 
 
 def read_steps(run: Path) -> List[Step]:
-    steps = []
     path = run / "steps.jsonl"
-    if not path.exists():
-        return steps
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue  # a torn last line
+    steps = []
+    for record in json_lines(path) if path.exists() else []:  # a torn last line is skipped
         match = CANDIDATE.match(str(record.get("candidate", "")))
         steps.append(Step(int(record.get("step", 0)), str(record.get("technique", "")),
                           match.group(2) if match else "", record.get("speedup"),
