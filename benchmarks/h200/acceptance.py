@@ -40,6 +40,7 @@ ROW_SOFTMAX = ROOT / "benchmarks" / "problems" / "row_softmax.py"
 FINGERPRINT_CHEATS = ["sampled_fingerprint_cache", "fingerprint_cache", "pointer_cache"]
 
 FAIR_RANGE = (0.97, 1.03)
+FAIRNESS_COUNT = 250  # every problem of KernelBench levels 1-3 judged against itself
 AGREE_MEDIAN_PCT, AGREE_MAX_PCT = 5.0, 10.0
 FIRST_LATER_PCT = 2.0
 SPREAD_PCT = 2.0
@@ -379,8 +380,8 @@ def section_agreement(run: Run) -> Dict[str, Any]:
     if diffs:
         summary["median_abs_pct"] = statistics.median(diffs)
         summary["max_abs_pct"] = max(diffs)
-        summary["pass"] = (len(diffs) >= 20 and summary["median_abs_pct"] <= AGREE_MEDIAN_PCT
-                           and summary["max_abs_pct"] <= AGREE_MAX_PCT)
+        summary["pass"] = summary["median_abs_pct"] <= AGREE_MEDIAN_PCT and summary["max_abs_pct"] <= AGREE_MAX_PCT
+        summary["complete"] = len(diffs) >= 20
     return summary
 
 
@@ -396,9 +397,10 @@ def section_spread(run: Run) -> Dict[str, Any]:
         if s is not None:
             speedups.append(s)
     out: Dict[str, Any] = {"speedups": speedups}
-    if len(speedups) == 5:
+    if len(speedups) >= 2:  # a spread over fewer runs can only grow with more of them
         out["spread_pct"] = (max(speedups) - min(speedups)) / statistics.median(speedups) * 100.0
         out["pass"] = out["spread_pct"] <= SPREAD_PCT
+        out["complete"] = len(speedups) == 5
     log(f"  spread: {out}")
     return out
 
@@ -437,8 +439,9 @@ def section_latency(run: Run) -> Dict[str, Any]:
         out["first_call_s"] = rows[0]["cold_s"]
     if cold and warm:
         out["cold_p50_s"], out["warm_p50_s"] = statistics.median(cold), statistics.median(warm)
-        out["pass"] = (len(rows) == len(LATENCY) and all(r["cold_ok"] and r["warm_ok"] for r in rows)
+        out["pass"] = (all(r["cold_ok"] and r["warm_ok"] for r in rows)
                        and out["cold_p50_s"] <= LATENCY_COLD_S and out["warm_p50_s"] <= LATENCY_WARM_S)
+        out["complete"] = len(rows) == len(LATENCY)
     stop_servers()
     return out
 
@@ -603,8 +606,18 @@ def summarize_fairness(work: Path) -> Dict[str, Any]:
 # ---- the table ----------------------------------------------------------------------------------
 
 
-def verdict(ok: Optional[bool]) -> str:
-    return "n/a" if ok is None else ("PASS" if ok else "FAIL")
+def verdict(ok: Optional[bool], complete: bool = True) -> str:
+    """FAIL only for a measurement outside its target; a section the deadline cut before it had
+    judged enough, with nothing outside so far, reads INCOMPLETE rather than FAIL."""
+    if ok is None:
+        return "n/a"
+    if not ok:
+        return "FAIL"
+    return "PASS" if complete else "INCOMPLETE"
+
+
+def section_verdict(section: Dict[str, Any]) -> str:
+    return verdict(section.get("pass"), section.get("complete", True))
 
 
 def table(results: Dict[str, Any]) -> str:
@@ -615,20 +628,20 @@ def table(results: Dict[str, Any]) -> str:
         lines.append(f"| fairness (self-judged) | all in [0.97, 1.03] | {f['judged']} judged, {f['in_range']} in range, "
                      f"{n_out} outside or failed; min {fmt(f.get('min'))}, p5 {fmt(f.get('p5'))}, median "
                      f"{fmt(f.get('median'))}, p95 {fmt(f.get('p95'))}, max {fmt(f.get('max'))} | "
-                     f"{verdict(f['judged'] >= 250 and n_out == 0) if f['judged'] else 'n/a'} |")
+                     f"{verdict(n_out == 0, f['judged'] >= FAIRNESS_COUNT) if f['judged'] else 'n/a'} |")
     a = results.get("agreement")
     if a:
         lines.append(f"| agreement vs KernelBench | median within 5 %, none over 10 %, >= 20 problems | "
                      f"{a['compared']} compared, median {fmt(a.get('median_abs_pct'), '.1f')} %, max "
-                     f"{fmt(a.get('max_abs_pct'), '.1f')} % | {verdict(a.get('pass'))} |")
+                     f"{fmt(a.get('max_abs_pct'), '.1f')} % | {section_verdict(a)} |")
     fl = results.get("first_later")
     if fl:
         lines.append(f"| first vs later evaluation | within 2 % | {fmt(fl.get('first_vs_later_pct'), '+.1f')} % | "
-                     f"{verdict(fl.get('pass'))} |")
+                     f"{section_verdict(fl)} |")
     s = results.get("spread")
     if s:
         lines.append(f"| speedup spread, 5 runs | <= 2 % | {fmt(s.get('spread_pct'), '.2f')} % "
-                     f"({', '.join(fmt(x) for x in s['speedups'])}) | {verdict(s.get('pass'))} |")
+                     f"({', '.join(fmt(x) for x in s['speedups'])}) | {section_verdict(s)} |")
     if f and f.get("memory"):
         m = f["memory"]
         worst = m.get("worst_ratio")
@@ -641,7 +654,7 @@ def table(results: Dict[str, Any]) -> str:
         lines.append(f"| latency, 12 candidates | p50 <= 3 s cold, <= 1.5 s warm | {len(lat['rows'])} run, cold "
                      f"{fmt(lat.get('cold_p50_s'), '.2f')} s, warm {fmt(lat.get('warm_p50_s'), '.2f')} s "
                      f"(first call of the session, server start included: {fmt(lat.get('first_call_s'), '.2f')} s) | "
-                     f"{verdict(lat.get('pass'))} |")
+                     f"{section_verdict(lat)} |")
     ac = results.get("anticheat")
     if ac:
         caches = ", ".join(f"{k}: {'caught' if v['correct'] is False else ('correct, no gain' if _no_gain(v) else 'PASSED AS CORRECT')}"
@@ -651,7 +664,7 @@ def table(results: Dict[str, Any]) -> str:
     bi = results.get("builtins")
     if bi:
         lines.append(f"| compiled built-ins, judge vs plain process | judge's candidate time <= 1.05 x the slower of 2 plain processes | {bi['summary']}; "
-                     f"worst ratio {fmt(bi.get('worst_ratio'))} | {verdict(bi.get('pass'))} |")
+                     f"worst ratio {fmt(bi.get('worst_ratio'))} | {section_verdict(bi)} |")
     iso = results.get("isolation")
     if iso:
         lines.append(f"| isolation | no write lands | {iso['summary']} | {verdict(iso.get('pass'))} |")
@@ -784,7 +797,8 @@ def section_builtins(run: Run) -> Dict[str, Any]:
     summary = ", ".join(f"{r['problem'].split('/')[-1]} {r['transform']}: {fmt(r['judge_cand_ms'], '.4f')} ms vs "
                         f"{', '.join(fmt(t, '.4f') for t in r['plain_cand_ms_all'])} ms" for r in rows)
     return {"rows": rows, "rc": rec["rc"], "worst_ratio": worst, "summary": summary or "no rows",
-            "pass": bool(judged) and len(judged) == len(rows) and all(r["verdict"] == "PASS" for r in judged)}
+            "pass": all(r["verdict"] == "PASS" for r in judged) if judged else None,
+            "complete": len(judged) == len(rows)}
 
 
 SECTIONS = {"builtins": section_builtins, "env": section_env, "sanity": section_sanity, "first_later": section_first_later, "agreement": section_agreement,

@@ -46,3 +46,39 @@ def test_the_fairness_percentiles_stay_within_the_measured_speedups() -> None:
     assert spread["min"] <= spread["p5"] <= spread["median"] <= spread["p95"] <= spread["max"]
     assert spread["max"] == 1.0102 and spread["p95"] < 1.0102
     assert acceptance.spread_of([0.99])["p95"] == 0.99
+
+
+def test_a_section_cut_by_the_deadline_reads_incomplete_unless_something_was_outside() -> None:
+    assert acceptance.section_verdict({"pass": True, "complete": False}) == "INCOMPLETE"
+    assert acceptance.section_verdict({"pass": False, "complete": False}) == "FAIL"
+    assert acceptance.section_verdict({"pass": True, "complete": True}) == "PASS"
+    assert acceptance.section_verdict({}) == "n/a"
+
+
+def test_the_table_fails_fairness_only_for_a_problem_outside_the_range() -> None:
+    fairness = {"judged": 9, "in_range": 9, "outliers": [], "min": 0.995, "p5": 0.995, "median": 1.0,
+                "p95": 1.003, "max": 1.003}
+    assert "| INCOMPLETE |" in acceptance.table({"fairness": fairness})
+    fairness.update(in_range=8, outliers=[{"name": "level1/19_ReLU", "speedup": 1.2}])
+    assert "| FAIL |" in acceptance.table({"fairness": fairness})
+
+
+def test_a_spread_over_fewer_runs_than_five_already_fails_when_it_is_too_wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    class ShortRun:
+        kernelbench = Path("/nonexistent")
+        work = Path("/nonexistent")
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def left(self) -> float:
+            return 100.0 if self.calls < 3 else 0.0
+
+        def eval(self, *args: object, **kwargs: object) -> dict:
+            self.calls += 1
+            return {"speedup": [8.0, 8.4, 8.1][self.calls - 1]}
+
+    monkeypatch.setattr(acceptance, "first", lambda rec: rec)
+    out = acceptance.section_spread(ShortRun())
+    assert out["complete"] is False and out["pass"] is False
+    assert acceptance.section_verdict(out) == "FAIL"
