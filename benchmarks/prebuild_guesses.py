@@ -6,7 +6,7 @@ in a batch run without it (benchmarks/h200/arms_ab.sh, issue 21):
 
 A batch is scripts/run_kernelbench.sh's folder (runs/NAME/ per problem). A guess is a file of a
 run's prebuild/ folder, s<step>-<transforms>-<hash>.py; the step judged the guessed text when its
-candidate has the same stem. A step's wall includes any wait for the prime of its text. Prints a
+candidate has the same stem. A step's wall includes any wait for the evaluation started ahead of it. Prints a
 Markdown table and a summary line."""
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def compare(prebuild_batch: Path, control_batch: Path) -> List[str]:
                          f"{control_text} |")
     lines.append("")
     lines.append(f"{guessed} guesses; {judged_same} judged as guessed by their step; over those whose technique the "
-                 f"control also judged, step wall {wall_with:.1f} s with the prime, {wall_without:.1f} s without")
+                 f"control also judged, step wall {wall_with:.1f} s with --prebuild, {wall_without:.1f} s without")
     return lines
 
 

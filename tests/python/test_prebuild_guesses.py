@@ -36,7 +36,7 @@ def test_guesses_are_matched_to_their_steps_and_the_control(tmp_path: Path) -> N
     assert len(rows) == 2
     assert "no: torch_compile+cuda_graph" in rows[0] and "| yes |" in rows[1]
     assert lines[-1].startswith("2 guesses; 1 judged as guessed")
-    assert "step wall 4.0 s with the prime, 3.0 s without" in lines[-1]
+    assert "step wall 4.0 s with --prebuild, 3.0 s without" in lines[-1]
 
 
 def test_a_folder_without_runs_is_refused(tmp_path: Path, capsys) -> None:  # noqa: ANN001

@@ -7,6 +7,8 @@ import os
 import sys
 from typing import Any, List, Optional
 
+from .leave import leave
+
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m mblast_worker")
@@ -40,7 +42,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                            "device_name": device_name(device), "python": python_version()}
         except Exception as exc:  # noqa: BLE001
             stream.write_object({"ready": False, "pid": os.getpid(), "error": f"{type(exc).__name__}: {exc}"})
-            return _exit(1)
+            leave(1)
         stream.write_object(ready)
         from . import progress
 
@@ -52,7 +54,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         except json.JSONDecodeError as exc:
             raw = f"unparseable request: {exc}"
         stream.write_object(handle(raw, spec))
-        return _exit(0)
+        leave(0)
 
     try:
         with open(args.request, encoding="utf-8") as fh:
@@ -60,14 +62,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (OSError, json.JSONDecodeError) as exc:
         raw = f"unreadable request file {args.request}: {exc}"
     stream.write_object(handle(raw, spec))
-    return _exit(0)
-
-
-def _exit(code: int) -> int:
-    # os._exit: no atexit handlers or thread joins from candidate code can hang or print after the answer.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    leave(0)
 
 
 if __name__ == "__main__":
