@@ -34,14 +34,20 @@ judge() {  # judge DIR CANDIDATE LABEL
   python3 - "$1" "$3" "$json" "$work/err.txt" >>"$lines" <<'PY'
 import json, sys
 problem, label, raw, err = sys.argv[1:5]
+
+
+def brief(text):  # a build error's cause is at its end (nvcc's "fatal error: ..."): keep both ends
+    return text if len(text) <= 1200 else text[:300] + " [...] " + text[-900:]
+
+
 try:
     r = json.loads(raw)
 except json.JSONDecodeError:
-    r = {"correct": False, "error": open(err).read().strip()[-600:]}
+    r = {"correct": False, "error": open(err).read().strip()}
 print(json.dumps({"problem": problem.rstrip("/").split("/", 2)[-1], "candidate": label,
                   "correct": r.get("correct"), "speedup": r.get("speedup"), "ref_ms": r.get("ref_ms"),
                   "cand_ms": r.get("cand_ms"), "sol_ms": r.get("sol_ms"), "sol_score": r.get("sol_score"),
-                  "workloads": len(r.get("workloads") or []), "error": (r.get("error") or "")[:600],
+                  "workloads": len(r.get("workloads") or []), "error": brief(r.get("error") or ""),
                   "flags": r.get("flags") or [], "notes": [n[:300] for n in (r.get("notes") or [])]}))
 PY
 }

@@ -20,7 +20,8 @@ def _build_ahead(solution: Solution, cache: str) -> dict:
     from .extension import cache_under, load
 
     try:
-        load(solution.sources, solution.compile_options, solution.dependencies, cache_under(cache))
+        load(solution.sources, solution.compile_options, solution.dependencies, solution.languages,
+             cache_under(cache))
     except Exception as exc:  # noqa: BLE001 - any build failure is the candidate's, reported
         return {"built_ahead": False, "build_error": f"{type(exc).__name__}: {exc}"[-4000:]}
     return {"built_ahead": True}

@@ -33,15 +33,32 @@ def extension_key(sources: Dict[str, str], options: Dict[str, Any], dependencies
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _include_paths(dependencies: List[str]) -> List[str]:
-    if not any(d.upper().startswith("CUTLASS") for d in dependencies):
-        return []
-    roots = [os.environ["MBLAST_CUTLASS_DIR"]] if os.environ.get("MBLAST_CUTLASS_DIR") else list(CUTLASS_DIRS)
+def requires_cutlass(languages: List[str], dependencies: List[str]) -> bool:
+    """A solution in the cutlass language, or one that names CUTLASS among its dependencies
+    (docs/solution.md: "CUTLASS_3_7")."""
+    return "cutlass" in languages or any(d.upper().startswith("CUTLASS") for d in dependencies)
+
+
+def _cutlass_roots() -> List[str]:
+    if os.environ.get("MBLAST_CUTLASS_DIR"):
+        return [os.environ["MBLAST_CUTLASS_DIR"]]
+    # CUTLASS_DIR is SOL-ExecBench's own harness's variable: CUTLASS's checkout, headers under include/.
+    from_harness = [os.path.join(os.environ["CUTLASS_DIR"], "include")] if os.environ.get("CUTLASS_DIR") else []
+    return from_harness + list(CUTLASS_DIRS)
+
+
+def cutlass_include_paths(required: bool) -> List[str]:
+    """CUTLASS's header folders where they are found: every C++ solution gets them, as SOL-ExecBench's
+    harness gives them to every one; a solution that requires CUTLASS fails to build without them."""
+    roots = _cutlass_roots()
     for root in roots:
         if os.path.isfile(os.path.join(root, "cutlass", "cutlass.h")):
             return [root, os.path.join(os.path.dirname(root), "tools", "util", "include")]
+    if not required:
+        return []
     raise ExtensionError(f"the solution needs CUTLASS, whose headers are in none of {roots}; set "
-                         "MBLAST_CUTLASS_DIR to the folder holding cutlass/cutlass.h")
+                         "MBLAST_CUTLASS_DIR to the folder holding cutlass/cutlass.h (or CUTLASS_DIR to "
+                         "CUTLASS's checkout, as for SOL-ExecBench's harness)")
 
 
 def _ld_flags(options: Dict[str, Any]) -> List[str]:
@@ -62,7 +79,8 @@ def _import_built(name: str, directory: str) -> Optional[ModuleType]:
     return module
 
 
-def build(sources: Dict[str, str], options: Dict[str, Any], dependencies: List[str], directory: str) -> ModuleType:
+def build(sources: Dict[str, str], options: Dict[str, Any], dependencies: List[str], include_paths: List[str],
+          directory: str) -> ModuleType:
     """Writes the sources into directory/src and builds them there; the module on success."""
     key = extension_key(sources, options, dependencies)
     name = f"mblast_sol_{key}"
@@ -84,24 +102,26 @@ def build(sources: Dict[str, str], options: Dict[str, Any], dependencies: List[s
     return cpp_extension.load(name=name, sources=compiled, extra_cflags=list(options.get("cflags", [])),
                               extra_cuda_cflags=list(options.get("cuda_cflags", DEFAULT_CUDA_CFLAGS)),
                               extra_ldflags=_ld_flags(options),
-                              extra_include_paths=[src] + _include_paths(dependencies),
+                              extra_include_paths=[src] + include_paths,
                               build_directory=directory, verbose=False)
 
 
-def load(sources: Dict[str, str], options: Dict[str, Any], dependencies: List[str],
+def load(sources: Dict[str, str], options: Dict[str, Any], dependencies: List[str], languages: List[str],
          cache_root: Optional[str]) -> ModuleType:
     """The built module: from cache_root/KEY when built there ahead, else built now, into
     cache_root/KEY when it is writable (the judge's build ahead), else into a temporary folder."""
     key = extension_key(sources, options, dependencies)
     name = f"mblast_sol_{key}"
-    if cache_root:
-        cached = os.path.join(cache_root, key)
+    cached = os.path.join(cache_root, key) if cache_root else None
+    if cached:
         module = _import_built(name, cached)
         if module is not None:
             return module
+    include_paths = cutlass_include_paths(requires_cutlass(languages, dependencies))
+    if cached:
         try:
             os.makedirs(cached, exist_ok=True)
-            return build(sources, options, dependencies, cached)
+            return build(sources, options, dependencies, include_paths, cached)
         except OSError:
             pass  # a read-only cache (inside the sandbox): build privately
-    return build(sources, options, dependencies, tempfile.mkdtemp(prefix="mblast-ext-"))
+    return build(sources, options, dependencies, include_paths, tempfile.mkdtemp(prefix="mblast-ext-"))

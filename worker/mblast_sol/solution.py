@@ -103,7 +103,8 @@ def candidate_source(solution: Solution, definition: Definition, raw_definition:
         raise FormatError("solution.definition", f"is {solution.definition!r}, but the problem is "
                                                  f"{definition.name!r}")
     args = ", ".join(definition.inputs)
-    cpp = json.dumps({"compile_options": solution.compile_options, "dependencies": solution.dependencies})
+    cpp = json.dumps({"compile_options": solution.compile_options, "dependencies": solution.dependencies,
+                      "languages": solution.languages})
     spec = {k: v for k, v in raw_definition.items() if k not in ("reference", "description")}
     return f'''# mblast: SOL-ExecBench solution {solution.name!r} ({", ".join(solution.languages)}) for
 # {definition.name!r}; entry point {solution.entry_point}, destination-passing style {solution.dps}.

@@ -51,7 +51,7 @@ def extension_cache() -> Optional[str]:
 class Solution:
     def __init__(self, definition_json: str, sources_json: str, entry_point: str, dps: bool,
                  cpp_json: Optional[str] = None) -> None:
-        """cpp_json: {"compile_options", "dependencies"} of a solution in a C++ language."""
+        """cpp_json: {"compile_options", "dependencies", "languages"} of a solution in a C++ language."""
         self.definition: Definition = parse_definition(json.loads(definition_json), check_reference=False)
         entry_file, function = entry_point.split("::", 1)
         sources = json.loads(sources_json)
@@ -59,7 +59,8 @@ class Solution:
             self.fn = _import_entry(sources, entry_file, function)
         else:
             cpp = json.loads(cpp_json)
-            module = extension.load(sources, cpp["compile_options"], cpp["dependencies"], extension_cache())
+            module = extension.load(sources, cpp["compile_options"], cpp["dependencies"], cpp.get("languages", []),
+                                    extension_cache())
             self.fn = getattr(module, function)
         self.dps = dps
 
