@@ -11,7 +11,7 @@ the seed catalogue's built-in techniques (kb_schema/seed/techniques.json):
   torch_compile_max_autotune  torch.compile(mode="max-autotune-no-cudagraphs")
   torch_compile_cudagraphs    torch.compile(mode="reduce-overhead"), each call a new step of its
                               CUDA-graph trees, outputs cloned out
-  channels_last               model and 4-D inputs in channels-last memory format; the forward traced
+  channels_last               model and 4-D inputs in channels-last memory format (5-D: channels_last_3d); the forward traced
                               with torch.fx at the first call with its tensor views as reshapes (a view
                               of a channels-last activation is impossible), as it is where the trace fails
   cudnn_benchmark             cuDNN autotuning during the forward (restored afterwards)
@@ -279,13 +279,17 @@ _TRACED_TRANSFORMS = ("sibling_merge", "batchnorm_fold")
 # (a forward torch.fx cannot trace, another candidate's ModelNew) or shows no view.
 _BODIES["channels_last"] = _CHANGED_GRAPH + '''
 def _to_channels_last(x):
-    return x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x
+    """NHWC for 4-D tensors, NDHWC for 5-D ones (3-D convolutions); others as they are."""
+    if x.dim() == 4:
+        return x.contiguous(memory_format=torch.channels_last)
+    return x.contiguous(memory_format=torch.channels_last_3d) if x.dim() == 5 else x
 
 
 class _ChannelsLast(_Base):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.to(memory_format=torch.channels_last)
+        # As Module.to(memory_format=...) converts, but by rank: channels_last alone refuses 5-D weights.
+        self._apply(_to_channels_last)
 
 
 def _in_channels_last(forward, inputs):
@@ -342,7 +346,10 @@ def _wrap_region(region):
     "channels_last": '''
 
 def _channels_last(x):
-    return x.contiguous(memory_format=torch.channels_last) if isinstance(x, torch.Tensor) and x.dim() == 4 else x
+    """NHWC for 4-D tensors, NDHWC for 5-D ones (3-D convolutions); anything else as it is."""
+    if not isinstance(x, torch.Tensor) or x.dim() not in (4, 5):
+        return x
+    return x.contiguous(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d)
 
 
 def _contiguous(value):
@@ -354,12 +361,12 @@ def _contiguous(value):
 
 
 class _ChannelsLastRegion(torch.nn.Module):
-    """The region's weights and 4-D inputs in NHWC; what it returns in the usual layout, so the rest of
-    the model runs as it did."""
+    """The region's weights and 4-D (5-D) inputs in NHWC (NDHWC); what it returns in the usual layout,
+    so the rest of the model runs as it did."""
 
     def __init__(self, region):
         super().__init__()
-        self.region = region.to(memory_format=torch.channels_last)
+        self.region = region._apply(_channels_last)
 
     def forward(self, *inputs):
         return _contiguous(self.region(*[_channels_last(x) for x in inputs]))

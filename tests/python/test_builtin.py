@@ -143,6 +143,49 @@ def test_transform_over_a_file_without_model_new_is_refused(tmp_path: Path) -> N
     assert run.returncode == 2 and "no ModelNew" in run.stderr
 
 
+CONV3D = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv3d(3, 4, 3)
+        self.norm = nn.BatchNorm3d(4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.norm(self.conv(x)))
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 6, 6, 6)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize("region", [False, True])
+def test_channels_last_puts_a_3d_convolution_in_ndhwc(region: bool, tmp_path: Path) -> None:
+    """channels_last refuses 5-D tensors ("required rank 4 tensor": level2/47_Conv3d_Mish_Tanh failed
+    so on the H100, call 94): 5-D weights and inputs go to channels_last_3d."""
+    source = make_region_candidate(CONV3D, "channels_last", ["conv"], False) if region \
+        else make_candidate(CONV3D, "channels_last")
+    reference = _load(CONV3D)["Model"]()
+    model = _load(source)["ModelNew"]()
+    model.load_state_dict(reference.state_dict())
+    x = torch.randn(2, 3, 6, 6, 6)
+    assert torch.allclose(model(x), reference(x), atol=1e-5)
+    assert model.conv.weight.is_contiguous(memory_format=torch.channels_last_3d)
+    problem_path, candidate_path = tmp_path / "conv3d.py", tmp_path / "candidate.py"
+    problem_path.write_text(CONV3D)
+    candidate_path.write_text(source)
+    resp = evaluate(eval_request(str(problem_path), str(candidate_path)), tmp_path)
+    assert resp["correct"] is True, (resp["error"], resp["flags"])
+
+
 @pytest.mark.parametrize("transform", ["channels_last", "cudnn_benchmark"])
 def test_exact_transforms_are_correct_on_the_cpu(transform: str, tmp_path: Path) -> None:
     resp = evaluate(eval_request(problem("conv_small"), candidate_for(transform, "conv_small", tmp_path)), tmp_path)
