@@ -12,7 +12,7 @@
 # Batches land in $OUT/sample30/levelN, the device's measured ceilings in $OUT/sample30/ceilings.
 # Controls a run already judged on the reference are taken from its steps (best_of.py
 # --reuse-runs). To fit one device call: ONLY=1,19,23 runs those problems of the level (the rest
-# in another call, into the same batch when it is carried back); TIME_LIMIT=M bounds each
+# in another call; `benchmarks/merge_batches.py OUT HALF1 HALF2 --mblast mblast` makes one batch of them); TIME_LIMIT=M bounds each
 # problem's optimize to M minutes (optimize --time-limit); BEST_OF_TIMEOUT=S bounds the judging of one
 # problem's remaining controls to S seconds (best_of.py --timeout, 400 by default); ARM="..." adds
 # optimize options, the arms of the model-level optimizer (issue 24): ARM="--graph-first",
