@@ -11,9 +11,10 @@ the seed catalogue's built-in techniques (kb_schema/seed/techniques.json):
   torch_compile_max_autotune  torch.compile(mode="max-autotune-no-cudagraphs")
   torch_compile_cudagraphs    torch.compile(mode="reduce-overhead"), each call a new step of its
                               CUDA-graph trees, outputs cloned out
-  channels_last               model and 4-D inputs in channels-last memory format (5-D: channels_last_3d); the forward traced
-                              with torch.fx at the first call with its tensor views as reshapes (a view
-                              of a channels-last activation is impossible), as it is where the trace fails
+  channels_last               model and 4-D inputs in channels-last memory format (5-D ones in
+                              channels_last_3d); the forward traced with torch.fx at the first call
+                              with its tensor views as reshapes (a view of a channels-last activation
+                              is impossible), as it is where the trace fails
   cudnn_benchmark             cuDNN autotuning during the forward (restored afterwards)
   torch_compile_max_autotune_cd
                               max-autotune-no-cudagraphs plus coordinate-descent tuning of every
