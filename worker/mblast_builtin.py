@@ -278,13 +278,17 @@ _TRACED_TRANSFORMS = ("sibling_merge", "batchnorm_fold")
 # LeNet5 does) is impossible, so the forward runs traced with its tensor views as reshapes: the same
 # where a view is possible, a copy where it is not. The base's forward as it is where the trace fails
 # (a forward torch.fx cannot trace, another candidate's ModelNew) or shows no view.
-_BODIES["channels_last"] = _CHANGED_GRAPH + '''
-def _to_channels_last(x):
-    """NHWC for 4-D tensors, NDHWC for 5-D ones (3-D convolutions); others as they are."""
-    if x.dim() == 4:
-        return x.contiguous(memory_format=torch.channels_last)
-    return x.contiguous(memory_format=torch.channels_last_3d) if x.dim() == 5 else x
+# The layout rule of the whole-model and the region transform alike.
+_TO_CHANNELS_LAST = '''
 
+def _to_channels_last(x):
+    """NHWC for 4-D tensors, NDHWC for 5-D ones (3-D convolutions); anything else as it is."""
+    if not isinstance(x, torch.Tensor) or x.dim() not in (4, 5):
+        return x
+    return x.contiguous(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d)
+'''
+
+_BODIES["channels_last"] = _CHANGED_GRAPH + _TO_CHANNELS_LAST + '''
 
 class _ChannelsLast(_Base):
     def __init__(self, *args, **kwargs):
@@ -344,14 +348,7 @@ _wrap_region = _CudnnBenchmarkRegion
 def _wrap_region(region):
     return torch.compile(region{mode})
 ''',
-    "channels_last": '''
-
-def _channels_last(x):
-    """NHWC for 4-D tensors, NDHWC for 5-D ones (3-D convolutions); anything else as it is."""
-    if not isinstance(x, torch.Tensor) or x.dim() not in (4, 5):
-        return x
-    return x.contiguous(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d)
-
+    "channels_last": _TO_CHANNELS_LAST + '''
 
 def _contiguous(value):
     if isinstance(value, torch.Tensor):
@@ -367,10 +364,10 @@ class _ChannelsLastRegion(torch.nn.Module):
 
     def __init__(self, region):
         super().__init__()
-        self.region = region._apply(_channels_last)
+        self.region = region._apply(_to_channels_last)
 
     def forward(self, *inputs):
-        return _contiguous(self.region(*[_channels_last(x) for x in inputs]))
+        return _contiguous(self.region(*[_to_channels_last(x) for x in inputs]))
 
 
 _wrap_region = _ChannelsLastRegion
