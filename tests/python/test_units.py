@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from mblast_worker.checks import Expected, aliases_anything, check_structure
-from mblast_worker.compare import (CHUNK_ELEMENTS, Tol, count_poison, diff, eager_error, poison_share, poison_word,
-                                   widened)
+from mblast_worker.compare import (CHUNK_ELEMENTS, CHUNKS_PER_OUTPUT, MAX_CHUNK_ELEMENTS, DiffAccumulator, OutputDiff,
+                                   Tol, chunk_elements, chunks, count_poison, diff, eager_error, poison_share,
+                                   poison_word, widened)
 from mblast_worker.errors import RequestError
 from mblast_worker.evaluate import contiguous_values, output_snapshot, same_outputs
 from mblast_worker.guards import NamespaceSnapshot, Tf32Setting, apply_tf32, read_precision_state
@@ -144,6 +145,38 @@ def test_streamed_diff_statistics_match_their_definitions() -> None:
     assert d.widespread_fraction == pytest.approx(float((err > 1e-5 * r.abs().max()).double().mean()))
     worst = int((err / (r.abs() * 1e-4 + 1e-4)).argmax())
     assert d.worst_index == [worst] and d.worst_cand == pytest.approx(float(c[worst]))
+
+
+def test_chunks_grow_with_the_output_and_stay_a_small_share_of_it() -> None:
+    assert chunk_elements(10) == CHUNK_ELEMENTS
+    assert chunk_elements(64 * CHUNK_ELEMENTS) == CHUNK_ELEMENTS
+    assert chunk_elements(128 * CHUNK_ELEMENTS) == 2 * CHUNK_ELEMENTS
+    assert chunk_elements(1_610_612_736) == 1 << 24  # level1/19's output: 96 chunks, not 384
+    assert chunk_elements(1 << 40) == MAX_CHUNK_ELEMENTS
+    for n in (CHUNK_ELEMENTS * 200 + 3, 1 << 33):
+        size = chunk_elements(n)
+        assert size * CHUNKS_PER_OUTPUT <= n and [b - a for a, b in chunks(n)][:1] == [size]
+
+
+def _fed_in_pieces(c: torch.Tensor, r: torch.Tensor, size: int) -> OutputDiff:
+    acc = DiffAccumulator(BASE, 1e-4, tuple(c.shape), poison=poison_word(SENTINEL))
+    for a, b in chunks(c.numel(), size):
+        acc.add(c[a:b], r[a:b])
+    return acc.result()
+
+
+def test_an_accumulator_reads_the_same_whatever_the_chunk_size() -> None:
+    torch.manual_seed(11)
+    n = 5 * 1021 + 77
+    r = torch.randn(n, dtype=torch.float64)
+    c = (r + 1e-5 * torch.randn(n, dtype=torch.float64)).float()
+    c[4000], c[4001], r[17] = math.nan, SENTINEL, math.inf
+    whole = _fed_in_pieces(c, r, n)
+    for size in (1, 1000, 1021, 3001):
+        part = _fed_in_pieces(c, r, size)
+        assert part.digest == pytest.approx(whole.digest, rel=1e-12)
+        assert (part.worst_index, part.over_count, part.poison_count) == (whole.worst_index, whole.over_count, 1)
+        assert part.rel_l2 == pytest.approx(whole.rel_l2, rel=1e-12)
 
 
 def test_timed_calls_record_autograd_unless_asked_not_to() -> None:

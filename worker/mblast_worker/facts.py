@@ -19,7 +19,7 @@ import torch
 from . import WORKER_VERSION, memory
 from .cachedir import CacheDir
 from .checks import aliases_anything
-from .compare import DiffAccumulator, OutputDiff, Tol, flat_view, chunks
+from .compare import DiffAccumulator, OutputDiff, Tol, chunk_elements, chunks, flat_view
 from .costmodel import compute_dtype, count_flops_by_unit, min_bytes
 from .opsrec import record_ops
 from .reference import (BATCH_CHUNKS, CPU, WHOLE, ReferenceModels, ReferencePlan, batch_size, iter_reference,
@@ -207,7 +207,8 @@ def compare_streamed(outs: List[torch.Tensor], pieces: Any, tol: Tol, rel_floor:
     for sl, refs in pieces:
         for k, (acc, o, r) in enumerate(zip(accs, outs, refs)):
             c, rr = flat_view(o if sl is None else o[sl]), flat_view(r)
-            for start, end in chunks(c.numel()):
+            size = chunk_elements(o.numel() * (2 if o.is_complex() else 1))  # the whole output's: pieces alike
+            for start, end in chunks(c.numel(), size):
                 acc.add(c[start:end], rr[start:end])
             if keep is not None:
                 keep[k].append(r.detach().cpu())

@@ -16,7 +16,7 @@ from typing import Any, List, Optional
 
 import torch
 
-from .compare import Tol
+from .compare import Tol, chunks
 from .poison import PoisonMode
 from .session import Session
 from .tensors import clone_all, flat_tensors, map_tensors, same_values
@@ -24,7 +24,6 @@ from .verify import matches
 
 STALE_SEED: int = 2_000_003
 PROBE_SEED: int = 2_000_011
-_PERMUTE_CHUNK: int = 1 << 22
 PROBE_FRACTION: float = 1 / 256
 
 
@@ -36,8 +35,8 @@ def _permuted(values: List[Any], shift_seed: int) -> List[Any]:
         if t.dtype == torch.bool or t.numel() < 2:
             return out
         flat = out.reshape(-1)
-        for start in range(0, flat.numel(), _PERMUTE_CHUNK):
-            piece = flat[start:start + _PERMUTE_CHUNK]
+        for start, end in chunks(flat.numel()):
+            piece = flat[start:end]
             mask = piece != 0
             vals = piece[mask]
             if vals.numel() >= 2:
