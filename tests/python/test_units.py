@@ -9,8 +9,7 @@ import pytest
 import torch
 
 from mblast_worker.checks import Expected, aliases_anything, check_structure
-from mblast_worker.compare import (CHUNK_ELEMENTS, CHUNKS_PER_OUTPUT, MAX_CHUNK_ELEMENTS, DiffAccumulator, OutputDiff,
-                                   Tol, chunk_elements, chunks, count_poison, diff, eager_error, poison_share,
+from mblast_worker.compare import (DiffAccumulator, OutputDiff, Tol, count_poison, diff, eager_error, poison_share,
                                    poison_word, widened)
 from mblast_worker.errors import RequestError
 from mblast_worker.evaluate import contiguous_values, output_snapshot, same_outputs
@@ -21,7 +20,8 @@ from mblast_worker.poison import SENTINEL
 from mblast_worker.protocol import json_safe
 from mblast_worker.request import parse_request
 from mblast_worker.response import Response, Trial
-from mblast_worker.tensors import DIGEST_CHUNK, detached, drop_state_history, is_dense, same_values
+from mblast_worker.tensors import (CHUNK_ELEMENTS, CHUNKS_PER_TENSOR, MAX_CHUNK_ELEMENTS, chunk_elements, chunks,
+                                  detached, digest, drop_state_history, is_dense, same_values)
 from mblast_worker.timing import hides_device_work, summarize
 
 BASE = Tol(1e-4, 1e-4)
@@ -155,7 +155,21 @@ def test_chunks_grow_with_the_output_and_stay_a_small_share_of_it() -> None:
     assert chunk_elements(1 << 40) == MAX_CHUNK_ELEMENTS
     for n in (CHUNK_ELEMENTS * 200 + 3, 1 << 33):
         size = chunk_elements(n)
-        assert size * CHUNKS_PER_OUTPUT <= n and [b - a for a, b in chunks(n)][:1] == [size]
+        assert size * CHUNKS_PER_TENSOR <= n and [b - a for a, b in chunks(n)][:1] == [size]
+
+
+def test_a_digest_is_the_sums_and_the_position_weighted_sum_of_the_values() -> None:
+    torch.manual_seed(2)
+    t = torch.randn(2 * CHUNK_ELEMENTS + 1500)
+    t[CHUNK_ELEMENTS + 9] = math.nan  # counted as 7.0
+    d = t.double().nan_to_num(nan=7.0)
+    weights = (torch.arange(d.numel(), dtype=torch.int64) % 1021 + 1).double()
+    [[n, total, squares, weighted]] = digest([t])
+    assert n == t.numel() and total == pytest.approx(float(d.sum()), rel=1e-9)
+    assert squares == pytest.approx(float(d.dot(d)), rel=1e-9)
+    assert weighted == pytest.approx(float(d.dot(weights)), rel=1e-9)
+    moved = t.roll(1)
+    assert digest([moved])[0][3] != pytest.approx(weighted, rel=1e-9)  # values that only move change it
 
 
 def _fed_in_pieces(c: torch.Tensor, r: torch.Tensor, size: int) -> OutputDiff:
@@ -476,8 +490,8 @@ def test_phase_peaks_include_nested_phases_and_what_ran_between() -> None:
 
 
 def test_same_values_across_chunks() -> None:
-    a = torch.zeros(DIGEST_CHUNK * 2 + 5)
-    a[DIGEST_CHUNK + 3] = float("nan")
+    a = torch.zeros(CHUNK_ELEMENTS * 2 + 5)
+    a[CHUNK_ELEMENTS + 3] = float("nan")
     b = a.clone()
     assert same_values(a, b)
     b[-1] = 1.0  # a difference in the last, partial chunk only

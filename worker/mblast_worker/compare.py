@@ -12,24 +12,17 @@ near zero, so it stays finite on outputs with exact zeros.
 import math
 import struct
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 
-from .tensors import unravel
+from .tensors import WEIGHT_PERIOD, chunks, position_weights, unravel
 
 # An output with relative L2 error above this fails even if every element is inside
 # atol: that is what catches "all zeros" on problems whose values are below atol.
 REL_L2_LIMIT: float = 1e-2
 EAGER_WIDEN_FACTOR: float = 1.5
 PRECISION_DROP_RANGE = (1e-4, 5e-2)
-CHUNK_ELEMENTS: int = 1 << 22  # 4 Mi elements: 32 MiB per float64 temporary
-# Large outputs take larger chunks: each chunk costs ~75 kernel launches whatever its size, and an
-# output of 1.6e9 elements compared in 4 Mi chunks spent seconds launching them (level1/19 on the
-# H100). A chunk stays at most 1/64 of the output, so its ~12 float64 temporaries add at most 1.5
-# bytes per output element to the judge's footprint.
-MAX_CHUNK_ELEMENTS: int = 1 << 25
-CHUNKS_PER_OUTPUT: int = 64
 
 
 @dataclass
@@ -112,29 +105,6 @@ def flat_view(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(-1)
 
 
-def chunk_elements(numel: int) -> int:
-    """The chunk size for streaming over a tensor of numel elements: a function of numel alone, so
-    that two passes over outputs of the same size sum in the same order (equal digests)."""
-    size = CHUNK_ELEMENTS
-    while 2 * size <= MAX_CHUNK_ELEMENTS and 2 * size * CHUNKS_PER_OUTPUT <= numel:
-        size *= 2
-    return size
-
-
-def chunks(n: int, size: Optional[int] = None) -> Iterator[Tuple[int, int]]:
-    step = size if size is not None else chunk_elements(n)
-    for start in range(0, n, step):
-        yield start, min(n, start + step)
-
-
-_WEIGHT_PERIOD = 1021
-
-
-def _weight_base(n: int, device: torch.device) -> torch.Tensor:
-    """i % 1021 + 1 for i < n + 1021, float64: (offset + i) % 1021 + 1 is its slice from offset % 1021."""
-    return (torch.arange(n + _WEIGHT_PERIOD, device=device, dtype=torch.int64) % _WEIGHT_PERIOD + 1).to(torch.float64)
-
-
 # Bit patterns the poisoner writes (poison.py fills float32 words): what an element never written
 # holds, per element width. A width-2 element sees either half of the word, a width-8 one two words.
 def _poison_patterns(word: int, width: int) -> List[int]:
@@ -204,7 +174,7 @@ class DiffAccumulator:
     _sums: Optional[torch.Tensor] = None
     _maxes: Optional[torch.Tensor] = None
     _worst: Optional[torch.Tensor] = None  # ratio, flat index, candidate's value, reference's value
-    _weights: Optional[torch.Tensor] = None  # the digest's weights (_weight_base)
+    _weights: Optional[torch.Tensor] = None  # the digest's weights (tensors.position_weights)
 
     def add(self, cand: torch.Tensor, ref: torch.Tensor) -> None:
         """cand: a flat chunk of the candidate's output (any dtype); ref: the same elements of the
@@ -234,9 +204,9 @@ class DiffAccumulator:
         ref_max = torch.maximum(self._maxes[_M["ref_max"]], abs_r.max())
         scale = self.scale_hint if self.scale_hint is not None else ref_max
         clean = torch.nan_to_num(c, nan=7.0, posinf=11.0, neginf=-11.0)
-        if self._weights is None or self._weights.numel() < c.numel() + _WEIGHT_PERIOD:
-            self._weights = _weight_base(c.numel(), c.device)  # once per output: chunks share a size
-        start = offset % _WEIGHT_PERIOD
+        if self._weights is None or self._weights.numel() < c.numel() + WEIGHT_PERIOD:
+            self._weights = position_weights(c.numel(), c.device)  # once per output: chunks share a size
+        start = offset % WEIGHT_PERIOD
         weights = self._weights[start:start + c.numel()]
         sums = [
             torch.dot(err, err), torch.dot(abs_r, abs_r), err.sum(), signed.sum(), torch.dot(signed, torch.sign(r)),

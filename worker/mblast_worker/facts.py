@@ -19,15 +19,16 @@ import torch
 from . import WORKER_VERSION, memory
 from .cachedir import CacheDir
 from .checks import aliases_anything
-from .compare import DiffAccumulator, OutputDiff, Tol, chunk_elements, chunks, flat_view
+from .compare import DiffAccumulator, OutputDiff, Tol, flat_view
 from .costmodel import compute_dtype, count_flops_by_unit, min_bytes
 from .opsrec import record_ops
 from .reference import (BATCH_CHUNKS, CPU, WHOLE, ReferenceModels, ReferencePlan, batch_size, iter_reference,
                         split_batch)
 from .response import OutputSpec
-from .tensors import changed_state, clone_all, digest, dtype_name, flat_tensors, is_dense, nbytes, state_snapshot
+from .tensors import (changed_state, chunk_elements, chunks, clone_all, digest, dtype_name, flat_tensors, is_dense,
+                      nbytes, state_snapshot)
 
-FACTS_VERSION = "5"
+FACTS_VERSION = "6"  # 6: input digests summed in chunk_elements chunks
 # Stored float64 references per seed, at most (MBLAST_REFERENCE_CACHE_MAX_MB); larger ones are
 # recomputed: on the device that takes less than reading them back.
 MAX_CACHED_REFERENCE_BYTES = int(os.environ.get("MBLAST_REFERENCE_CACHE_MAX_MB", "256")) * 2**20

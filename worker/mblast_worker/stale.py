@@ -16,10 +16,10 @@ from typing import Any, List, Optional
 
 import torch
 
-from .compare import Tol, chunks
+from .compare import Tol
 from .poison import PoisonMode
 from .session import Session
-from .tensors import clone_all, flat_tensors, map_tensors, same_values
+from .tensors import chunks, clone_all, flat_tensors, map_tensors, same_values
 from .verify import matches
 
 STALE_SEED: int = 2_000_003

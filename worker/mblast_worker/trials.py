@@ -11,14 +11,14 @@ import torch
 
 from . import progress
 from .checks import Expected, aliases_anything, check_structure
-from .compare import EAGER_WIDEN_FACTOR, OutputDiff, Tol, chunks, count_poison, flat_view, poison_share, poison_word, widened
+from .compare import EAGER_WIDEN_FACTOR, OutputDiff, Tol, count_poison, flat_view, poison_share, poison_word, widened
 from .facts import SeedFacts, compare_streamed, seed_facts
 from .outputs import output_list
 from .poison import SENTINEL, PoisonMode
 from .reference import RefChunk, iter_reference
 from .response import ErrLocation, Trial
 from .session import Session
-from .tensors import digest
+from .tensors import chunks, digest
 from .verdict import Verdict
 
 UNINITIALIZED_SHARE = 0.9
