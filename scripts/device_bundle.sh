@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 out=${1:-.device}
 binary=${BUILD_DIR:-build}/mblast
 [[ -x "$binary" ]] || { echo "device_bundle: build $binary first (scripts/setup.sh)" >&2; exit 2; }
+# The binary embeds the worker: bring it up to date, or a bundle made after a worker change
+# would judge with the old worker (session 31's call 96 did).
+cmake --build "${BUILD_DIR:-build}" --target mblast >/dev/null
 rm -rf "$out" && mkdir -p "$out/lib" "$out/bin"
 cp "$binary" "$out/mblast"
 strip "$out/mblast"
