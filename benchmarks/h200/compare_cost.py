@@ -1,0 +1,75 @@
+"""What one comparison of a large output costs the judge, per worker version.
+
+    compare_cost.py [--worker DIR ...] [--numel N] [--repeats 2]
+
+Times `compare.diff` (the per-trial comparison against the float64 reference, the staleness
+checks' too) of a float32 output of N elements (default 1.6e9, level1/19_ReLU's) against a
+float64 reference on the GPU, for each worker directory given (default: this checkout's), each in
+a fresh process so that the imports do not mix; then one float64 pass over the same data
+(|c - r|, max) as the bandwidth floor a fused comparison would approach. Give a worker of an
+older commit (`git archive COMMIT worker | tar -x -C DIR`) to compare versions. Prints a table.
+
+Note: mblast embeds its worker; a bundle built before a worker change judges with the old one
+(MBLAST_WORKER_DIR overrides it), so time the worker itself here, not through an old bundle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+from typing import List
+
+HERE = Path(__file__).resolve().parent
+CHILD = r"""
+import sys, time, torch
+sys.path.insert(0, sys.argv[1])
+from mblast_worker.compare import Tol, diff
+n, repeats = int(sys.argv[2]), int(sys.argv[3])
+c = torch.rand(n, device="cuda")
+r = torch.rand(n, device="cuda", dtype=torch.float64)
+tol = Tol(1e-4, 1e-4)
+
+def timed(fn):
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+diff(c[:1 << 22], r[:1 << 22], tol, 1e-4)  # warm-up: kernels loaded, allocator primed
+times = [timed(lambda: diff(c, r, tol, 1e-4, poison=0x7FC00000)) for _ in range(repeats)]
+step = 1 << 24
+floor = timed(lambda: [(c[a:a + step].double() - r[a:a + step]).abs().max() for a in range(0, n, step)])
+print(" ".join(f"{t:.3f}" for t in times), f"{floor:.3f}")
+"""
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--worker", action="append", help="worker directory (repeatable; default: this checkout's)")
+    ap.add_argument("--numel", type=int, default=1_610_612_736)
+    ap.add_argument("--repeats", type=int, default=2)
+    args = ap.parse_args(argv)
+    workers = args.worker or [str(HERE.parent.parent / "worker")]
+    for worker in workers:
+        if not (Path(worker) / "mblast_worker" / "compare.py").is_file():
+            print(f"compare_cost.py: {worker} holds no mblast_worker/compare.py — pass a worker directory",
+                  file=sys.stderr)
+            return 2
+    print(f"| worker | diff of {args.numel:.3g} elements, s | one float64 pass, s |")
+    print("|---|---|---:|")
+    for worker in workers:
+        out = subprocess.run([sys.executable, "-c", CHILD, worker, str(args.numel), str(args.repeats)],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            print(f"| {worker} | failed: {out.stderr.strip().splitlines()[-1:]} | |")
+            continue
+        *times, floor = out.stdout.split()
+        print(f"| {worker} | {' / '.join(times)} | {floor} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
