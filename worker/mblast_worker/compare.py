@@ -162,8 +162,8 @@ _M = {name: i for i, name in enumerate(_MAXES)}
 @dataclass
 class DiffAccumulator:
     """diff() over one output, fed in order by chunks of its flattened values. Every statistic
-    stays on the chunks' device until result(): a chunk costs kernel launches, never a wait for
-    the device (an output of 2e9 elements is 500 chunks)."""
+    stays on the chunks' device until result(); a chunk waits for the device once, to learn
+    whether it holds NaN or infinities (most do not, and skip the masks that handle them)."""
 
     tol: Tol
     rel_floor: float
@@ -190,30 +190,41 @@ class DiffAccumulator:
             self._sums = torch.zeros(len(_SUMS), dtype=torch.float64, device=c.device)
             self._maxes = torch.zeros(len(_MAXES), dtype=torch.float64, device=c.device)
             self._worst = torch.tensor([-1.0, 0.0, 0.0, 0.0], dtype=torch.float64, device=c.device)
-        c_fin, r_fin = torch.isfinite(c), torch.isfinite(r)
-        both = c_fin & r_fin
-        # Where either side is not finite, the two agree only as NaN and NaN or as the same infinity.
-        special_bad = ~both & ~((c == r) | (torch.isnan(c) & torch.isnan(r)))
         zero = torch.zeros((), dtype=torch.float64, device=c.device)
-        signed = torch.where(both, c - r, zero)
-        r = torch.where(r_fin, r, zero)
+        signed = c - r
+        signed_sum = signed.sum()
+        # A finite sum means every difference is finite, so both sides are finite everywhere (a NaN
+        # or an infinity on either side makes its difference, and the sum, non-finite): the chunk
+        # needs none of the masks below. Overflowing finite values take the masked path, correctly.
+        special_bad: Optional[torch.Tensor] = None
+        clean, nonfinite_counts = c, [zero, zero]
+        if not math.isfinite(float(signed_sum)):
+            c_fin, r_fin = torch.isfinite(c), torch.isfinite(r)
+            both = c_fin & r_fin
+            # Where either side is not finite, the two agree only as NaN and NaN or as the same infinity.
+            special_bad = ~both & ~((c == r) | (torch.isnan(c) & torch.isnan(r)))
+            signed = torch.where(both, signed, zero)
+            signed_sum = signed.sum()
+            r = torch.where(r_fin, r, zero)
+            clean = torch.nan_to_num(c, nan=7.0, posinf=11.0, neginf=-11.0)
+            nonfinite_counts = [torch.count_nonzero(r_fin & ~c_fin), torch.count_nonzero(special_bad)]
         abs_r = r.abs()
         err = signed.abs()
         ratio = err / (abs_r * self.tol.rtol + self.tol.atol)
-        ratio.masked_fill_(special_bad, math.inf)
+        if special_bad is not None:
+            ratio.masked_fill_(special_bad, math.inf)
         ref_max = torch.maximum(self._maxes[_M["ref_max"]], abs_r.max())
         scale = self.scale_hint if self.scale_hint is not None else ref_max
-        clean = torch.nan_to_num(c, nan=7.0, posinf=11.0, neginf=-11.0)
         if self._weights is None or self._weights.numel() < c.numel() + WEIGHT_PERIOD:
             self._weights = position_weights(c.numel(), c.device)  # once per output: chunks share a size
         start = offset % WEIGHT_PERIOD
         weights = self._weights[start:start + c.numel()]
         sums = [
-            torch.dot(err, err), torch.dot(abs_r, abs_r), err.sum(), signed.sum(), torch.dot(signed, torch.sign(r)),
+            torch.dot(err, err), torch.dot(abs_r, abs_r), err.sum(), signed_sum, torch.dot(signed, torch.sign(r)),
             torch.count_nonzero(c), nonzero_r, torch.count_nonzero(err > 1e-5 * scale),
             clean.sum(), torch.dot(clean, clean), torch.dot(clean, weights),
             count_poison(cand, self.poison) if self.poison is not None else zero,
-            torch.count_nonzero(r_fin & ~c_fin), torch.count_nonzero(special_bad), torch.count_nonzero(ratio > 1.0),
+            *nonfinite_counts, torch.count_nonzero(ratio > 1.0),
         ]
         self._sums += torch.stack([s.to(torch.float64) for s in sums])
         maxes = torch.stack([(err / (abs_r + self.rel_floor)).max(), (err / (abs_r + 1.0)).max(), err.max(), ref_max])
