@@ -1,10 +1,10 @@
 """What one comparison of a large output costs the judge, per worker version.
 
-    compare_cost.py [--worker DIR ...] [--numel N] [--repeats 2]
+    compare_cost.py [--worker DIR ...] [--numel N] [--repeats 2] [--device cuda|cpu]
 
 Times `compare.diff` (the per-trial comparison against the float64 reference, the staleness
 checks' too) of a float32 output of N elements (default 1.6e9, level1/19_ReLU's) against a
-float64 reference on the GPU, for each worker directory given (default: this checkout's), each in
+float64 reference on the GPU (or the CPU, at a smaller N), for each worker directory given (default: this checkout's), each in
 a fresh process so that the imports do not mix; then one float64 pass over the same data
 (|c - r|, max) as the bandwidth floor a fused comparison would approach. Give a worker of an
 older commit (`git archive COMMIT worker | tar -x -C DIR`) to compare versions. Prints a table.
@@ -26,16 +26,20 @@ CHILD = r"""
 import sys, time, torch
 sys.path.insert(0, sys.argv[1])
 from mblast_worker.compare import Tol, diff
-n, repeats = int(sys.argv[2]), int(sys.argv[3])
-c = torch.rand(n, device="cuda")
-r = torch.rand(n, device="cuda", dtype=torch.float64)
+n, repeats, device = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+c = torch.rand(n, device=device)
+r = torch.rand(n, device=device, dtype=torch.float64)
 tol = Tol(1e-4, 1e-4)
 
+def sync():
+    if device == "cuda":
+        torch.cuda.synchronize()
+
 def timed(fn):
-    torch.cuda.synchronize()
+    sync()
     start = time.perf_counter()
     fn()
-    torch.cuda.synchronize()
+    sync()
     return time.perf_counter() - start
 
 diff(c[:1 << 22], r[:1 << 22], tol, 1e-4)  # warm-up: kernels loaded, allocator primed
@@ -51,6 +55,7 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--worker", action="append", help="worker directory (repeatable; default: this checkout's)")
     ap.add_argument("--numel", type=int, default=1_610_612_736)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     args = ap.parse_args(argv)
     workers = args.worker or [str(HERE.parent.parent / "worker")]
     for worker in workers:
@@ -61,8 +66,8 @@ def main(argv: List[str]) -> int:
     print(f"| worker | diff of {args.numel:.3g} elements, s | one float64 pass, s |")
     print("|---|---|---:|")
     for worker in workers:
-        out = subprocess.run([sys.executable, "-c", CHILD, worker, str(args.numel), str(args.repeats)],
-                             capture_output=True, text=True)
+        child = [sys.executable, "-c", CHILD, worker, str(args.numel), str(args.repeats), args.device]
+        out = subprocess.run(child, capture_output=True, text=True)
         if out.returncode != 0:
             print(f"| {worker} | failed: {out.stderr.strip().splitlines()[-1:]} | |")
             continue
