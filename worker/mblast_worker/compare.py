@@ -11,12 +11,12 @@ near zero, so it stays finite on outputs with exact zeros.
 
 import math
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
 import torch
 
-from .tensors import WEIGHT_PERIOD, chunks, position_weights, unravel
+from .tensors import PositionWeights, chunks, unravel
 
 # An output with relative L2 error above this fails even if every element is inside
 # atol: that is what catches "all zeros" on problems whose values are below atol.
@@ -174,7 +174,7 @@ class DiffAccumulator:
     _sums: Optional[torch.Tensor] = None
     _maxes: Optional[torch.Tensor] = None
     _worst: Optional[torch.Tensor] = None  # ratio, flat index, candidate's value, reference's value
-    _weights: Optional[torch.Tensor] = None  # the digest's weights (tensors.position_weights)
+    _weights: PositionWeights = field(default_factory=PositionWeights)  # the digest's
 
     def add(self, cand: torch.Tensor, ref: torch.Tensor) -> None:
         """cand: a flat chunk of the candidate's output (any dtype); ref: the same elements of the
@@ -215,10 +215,7 @@ class DiffAccumulator:
             ratio.masked_fill_(special_bad, math.inf)
         ref_max = torch.maximum(self._maxes[_M["ref_max"]], abs_r.max())
         scale = self.scale_hint if self.scale_hint is not None else ref_max
-        if self._weights is None or self._weights.numel() < c.numel() + WEIGHT_PERIOD:
-            self._weights = position_weights(c.numel(), c.device)  # once per output: chunks share a size
-        start = offset % WEIGHT_PERIOD
-        weights = self._weights[start:start + c.numel()]
+        weights = self._weights.at(offset, c.numel(), c.device)
         sums = [
             torch.dot(err, err), torch.dot(abs_r, abs_r), err.sum(), signed_sum, torch.dot(signed, torch.sign(r)),
             torch.count_nonzero(c), nonzero_r, torch.count_nonzero(err > 1e-5 * scale),

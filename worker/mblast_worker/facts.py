@@ -201,15 +201,16 @@ def compare_streamed(outs: List[torch.Tensor], pieces: Any, tol: Tol, rel_floor:
     """outs against the reference as iter_reference yields it; keep, if given, receives each
     output's reference pieces (moved to the host)."""
     accs: List[DiffAccumulator] = []
+    sizes: List[int] = []  # chunk sizes of the whole outputs, so that every piece is cut alike
     for i, o in enumerate(outs):
         shape = tuple(torch.view_as_real(o).shape) if o.is_complex() else tuple(o.shape)
         hint = scale_hints[i] if scale_hints else None
         accs.append(DiffAccumulator(tol, rel_floor, shape, scale_hint=hint, poison=poison))
+        sizes.append(chunk_elements(math.prod(shape)))
     for sl, refs in pieces:
         for k, (acc, o, r) in enumerate(zip(accs, outs, refs)):
             c, rr = flat_view(o if sl is None else o[sl]), flat_view(r)
-            size = chunk_elements(o.numel() * (2 if o.is_complex() else 1))  # the whole output's: pieces alike
-            for start, end in chunks(c.numel(), size):
+            for start, end in chunks(c.numel(), sizes[k]):
                 acc.add(c[start:end], rr[start:end])
             if keep is not None:
                 keep[k].append(r.detach().cpu())

@@ -32,11 +32,20 @@ def chunks(n: int, size: Optional[int] = None) -> Iterator[Span]:
         yield start, min(n, start + step)
 
 
-def position_weights(n: int, device: torch.device) -> torch.Tensor:
-    """i % WEIGHT_PERIOD + 1 for i < n + WEIGHT_PERIOD, float64: the weights of positions offset to
-    offset + m (m <= n) are its slice from offset % WEIGHT_PERIOD."""
-    base = torch.arange(n + WEIGHT_PERIOD, device=device, dtype=torch.int64) % WEIGHT_PERIOD + 1
-    return base.to(torch.float64)
+class PositionWeights:
+    """The weights of a position-weighted sum, (i % WEIGHT_PERIOD) + 1, as float64: the weights of
+    any span are a slice of one vector, built for the largest span asked for, since they depend on
+    the offset only modulo the period."""
+
+    def __init__(self) -> None:
+        self._base: Optional[torch.Tensor] = None
+
+    def at(self, offset: int, n: int, device: torch.device) -> torch.Tensor:
+        if self._base is None or self._base.numel() < n + WEIGHT_PERIOD:
+            base = torch.arange(n + WEIGHT_PERIOD, device=device, dtype=torch.int64) % WEIGHT_PERIOD + 1
+            self._base = base.to(torch.float64)
+        start = offset % WEIGHT_PERIOD
+        return self._base[start:start + n]
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -176,13 +185,11 @@ def digest(values: Iterable[Any]) -> List[List[float]]:
             flat = torch.view_as_real(flat)
         flat = flat.reshape(-1)
         sums = torch.zeros(3, dtype=torch.float64, device=flat.device)  # read back once per tensor
-        size = chunk_elements(flat.numel())
-        weights = position_weights(min(size, flat.numel()), flat.device)
-        for start, end in chunks(flat.numel(), size):
+        weights = PositionWeights()
+        for start, end in chunks(flat.numel()):
             d = flat[start:end].to(torch.float64)
             d = torch.nan_to_num(d, nan=7.0, posinf=11.0, neginf=-11.0)
-            w = weights[start % WEIGHT_PERIOD:start % WEIGHT_PERIOD + d.numel()]
-            sums += torch.stack([d.sum(), torch.dot(d, d), torch.dot(d, w)])
+            sums += torch.stack([d.sum(), torch.dot(d, d), torch.dot(d, weights.at(start, d.numel(), d.device))])
         parts.append([float(flat.numel())] + sums.tolist())
     return parts
 
