@@ -193,6 +193,15 @@ def test_an_accumulator_reads_the_same_whatever_the_chunk_size() -> None:
         assert part.rel_l2 == pytest.approx(whole.rel_l2, rel=1e-12)
 
 
+def test_a_comparison_digests_the_output_as_tensors_digest_does() -> None:
+    torch.manual_seed(5)
+    r = torch.randn(3000, dtype=torch.float64)
+    c = r.float()
+    c[10], c[20], c[30] = math.nan, math.inf, -math.inf
+    [[_, *expected]] = digest([c])
+    assert list(_fed_in_pieces(c, r, 1000).digest) == pytest.approx(expected, rel=1e-12)
+
+
 def test_timed_calls_record_autograd_unless_asked_not_to() -> None:
     req = parse_request({"op": "eval", "problem": "/p.py", "candidate": "/c.py"})
     assert req.timing is not None and req.timing.autograd

@@ -16,7 +16,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import torch
 
-from .tensors import PositionWeights, chunks, unravel
+from .tensors import PositionWeights, chunks, finite_stand_ins, unravel
 
 # An output with relative L2 error above this fails even if every element is inside
 # atol: that is what catches "all zeros" on problems whose values are below atol.
@@ -206,7 +206,7 @@ class DiffAccumulator:
             signed = torch.where(both, signed, zero)
             signed_sum = signed.sum()
             r = torch.where(r_fin, r, zero)
-            clean = torch.nan_to_num(c, nan=7.0, posinf=11.0, neginf=-11.0)
+            clean = finite_stand_ins(c)
             nonfinite_counts = [torch.count_nonzero(r_fin & ~c_fin), torch.count_nonzero(special_bad)]
         abs_r = r.abs()
         err = signed.abs()

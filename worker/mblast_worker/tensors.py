@@ -174,6 +174,13 @@ def nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
+def finite_stand_ins(d: torch.Tensor) -> torch.Tensor:
+    """NaN and the infinities as fixed finite values, so that sums over a digest's values stay
+    finite and still move when one of them appears (the comparison's digest of an output uses the
+    same values, so it equals the digest of that output)."""
+    return torch.nan_to_num(d, nan=7.0, posinf=11.0, neginf=-11.0)
+
+
 def digest(values: Iterable[Any]) -> List[List[float]]:
     """Per tensor: sum, sum of squares and a position-weighted sum of its values, in float64 and in
     chunks (no full-size copy). Tells inputs apart, and shows an input changed in place, without
@@ -188,7 +195,7 @@ def digest(values: Iterable[Any]) -> List[List[float]]:
         weights = PositionWeights()
         for start, end in chunks(flat.numel()):
             d = flat[start:end].to(torch.float64)
-            d = torch.nan_to_num(d, nan=7.0, posinf=11.0, neginf=-11.0)
+            d = finite_stand_ins(d)
             sums += torch.stack([d.sum(), torch.dot(d, d), torch.dot(d, weights.at(start, d.numel(), d.device))])
         parts.append([float(flat.numel())] + sums.tolist())
     return parts
