@@ -23,6 +23,7 @@ from mblast_worker.response import Response, Trial
 from mblast_worker.tensors import (CHUNK_ELEMENTS, CHUNKS_PER_TENSOR, MAX_CHUNK_ELEMENTS, chunk_elements, chunks,
                                   detached, digest, drop_state_history, is_dense, same_values)
 from mblast_worker.timing import hides_device_work, summarize
+from live_bytes import LiveBytes
 
 BASE = Tol(1e-4, 1e-4)
 
@@ -151,7 +152,7 @@ def test_chunks_grow_with_the_output_and_stay_a_small_share_of_it() -> None:
     assert chunk_elements(10) == CHUNK_ELEMENTS
     assert chunk_elements(64 * CHUNK_ELEMENTS) == CHUNK_ELEMENTS
     assert chunk_elements(128 * CHUNK_ELEMENTS) == 2 * CHUNK_ELEMENTS
-    assert chunk_elements(1_610_612_736) == 1 << 24  # level1/19's output: 96 chunks, not 384
+    assert chunk_elements(1_610_612_736) == 1 << 23  # level1/19's output: 192 chunks, not 384
     assert chunk_elements(1 << 40) == MAX_CHUNK_ELEMENTS
     for n in (CHUNK_ELEMENTS * 200 + 3, 1 << 33):
         size = chunk_elements(n)
@@ -200,6 +201,36 @@ def test_a_comparison_digests_the_output_as_tensors_digest_does() -> None:
     c[10], c[20], c[30] = math.nan, math.inf, -math.inf
     [[_, *expected]] = digest([c])
     assert list(_fed_in_pieces(c, r, 1000).digest) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("ref_dtype,verdict_only,buffers", [
+    (torch.float64, False, 5), (torch.float32, False, 6), (torch.float64, True, 4), (torch.float32, True, 5)])
+def test_a_comparison_holds_few_chunk_sized_temporaries(ref_dtype: torch.dtype, verdict_only: bool,
+                                                       buffers: int) -> None:
+    # The judge's memory budget leaves 1 GiB beside four outputs' worth in the staleness checks:
+    # the candidate's float64 copy, the reference's (unless float64), |c - r|, |r|, one scratch
+    # buffer and the digest's weights, and nothing more of a chunk's size.
+    n = 1 << 16
+    r = torch.randn(n, dtype=torch.float64)
+    c, ref = (r + 1e-5).float(), r.to(ref_dtype)
+    acc = DiffAccumulator(BASE, 1e-4, (2 * n,), poison=poison_word(SENTINEL), verdict_only=verdict_only)
+    with LiveBytes() as live:
+        acc.add(c, ref)
+        acc.add(c, ref)
+    assert live.peak <= (buffers + 0.3) * 8 * n  # the rest: masks of one byte per element
+
+
+def test_a_verdict_only_comparison_fails_what_the_full_one_fails() -> None:
+    torch.manual_seed(4)
+    r = torch.randn(5000, dtype=torch.float64)
+    for noise, special in ((0.0, None), (1e-3, None), (0.1, None), (0.0, math.nan), (0.0, math.inf)):
+        c = (r + noise * torch.randn(5000, dtype=torch.float64)).float()
+        if special is not None:
+            c[7] = special
+        for tol in (Tol(1e-4, 1e-4), Tol(1e-3, 1e-3, 0.99, 0.05)):
+            for limit in (1e-2, 1e-6):
+                full = diff(c, r, tol, tol.atol).failure(limit)
+                assert diff(c, r, tol, tol.atol, verdict_only=True).failure(limit) == full
 
 
 def test_timed_calls_record_autograd_unless_asked_not_to() -> None:

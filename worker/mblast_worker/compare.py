@@ -160,16 +160,55 @@ _M = {name: i for i, name in enumerate(_MAXES)}
 
 
 @dataclass
+class _Chunk:
+    """One chunk's float64 values as the statistics read them: NaN and infinities set aside."""
+
+    c: torch.Tensor  # the candidate's values (may be the caller's tensor: never written to)
+    r: torch.Tensor  # the reference's, non-finite ones as 0 (may be the caller's: never written to)
+    signed: torch.Tensor  # c - r where both are finite, else 0 (this chunk's own buffer)
+    signed_sum: torch.Tensor
+    clean: torch.Tensor  # c with finite stand-ins (tensors.finite_stand_ins)
+    nonzero_r: torch.Tensor  # the reference's non-zero elements, NaN and infinities included
+    nonfinite_counts: List[torch.Tensor]  # NaN/Inf where the reference is finite; disagreements
+    special_bad: Optional[torch.Tensor] = None  # where a non-finite value disagrees, if any may
+
+
+def _as_chunk(cand: torch.Tensor, ref: torch.Tensor, zero: torch.Tensor) -> _Chunk:
+    c = cand.to(torch.float64)
+    r = ref.to(device=c.device, dtype=torch.float64)
+    signed = c - r
+    signed_sum = signed.sum()
+    # A finite sum means every difference is finite, so both sides are finite everywhere (a NaN or
+    # an infinity on either side makes its difference, and the sum, non-finite): the chunk needs
+    # none of the masks below. Overflowing finite values take the masked path, correctly.
+    if math.isfinite(float(signed_sum)):
+        return _Chunk(c, r, signed, signed_sum, c, torch.count_nonzero(r), [zero, zero])
+    c_fin, r_fin = torch.isfinite(c), torch.isfinite(r)
+    both = c_fin & r_fin
+    # Where either side is not finite, the two agree only as NaN and NaN or as the same infinity.
+    special_bad = ~both & ~((c == r) | (torch.isnan(c) & torch.isnan(r)))
+    signed = torch.where(both, signed, zero)
+    return _Chunk(c, torch.where(r_fin, r, zero), signed, signed.sum(), finite_stand_ins(c), torch.count_nonzero(r),
+                  [torch.count_nonzero(r_fin & ~c_fin), torch.count_nonzero(special_bad)], special_bad)
+
+
+@dataclass
 class DiffAccumulator:
     """diff() over one output, fed in order by chunks of its flattened values. Every statistic
     stays on the chunks' device until result(); a chunk waits for the device once, to learn
-    whether it holds NaN or infinities (most do not, and skip the masks that handle them)."""
+    whether it holds NaN or infinities (most do not, and skip the masks that handle them).
+
+    A chunk's temporaries are at most four float64 buffers of its size beside the two inputs'
+    float64 copies (where they are not float64 already) and the digest's weights: the judge's
+    memory budget leaves little room beside outputs of billions of elements. verdict_only keeps
+    what OutputDiff.failure() reads and skips the rest (digest, poison, the error's shape)."""
 
     tol: Tol
     rel_floor: float
     shape: Tuple[int, ...]
     scale_hint: Optional[float] = None  # max |ref| when known ahead (for widespread_fraction)
     poison: Optional[int] = None  # float32 word to count (poison_word), or None
+    verdict_only: bool = False
     n: int = 0
     _sums: Optional[torch.Tensor] = None
     _maxes: Optional[torch.Tensor] = None
@@ -183,52 +222,44 @@ class DiffAccumulator:
         self.n += cand.numel()
         if cand.numel() == 0:
             return
-        c = cand.to(torch.float64)
-        r = ref.to(device=c.device, dtype=torch.float64)
-        nonzero_r = torch.count_nonzero(r)
         if self._sums is None:
-            self._sums = torch.zeros(len(_SUMS), dtype=torch.float64, device=c.device)
-            self._maxes = torch.zeros(len(_MAXES), dtype=torch.float64, device=c.device)
-            self._worst = torch.tensor([-1.0, 0.0, 0.0, 0.0], dtype=torch.float64, device=c.device)
-        zero = torch.zeros((), dtype=torch.float64, device=c.device)
-        signed = c - r
-        signed_sum = signed.sum()
-        # A finite sum means every difference is finite, so both sides are finite everywhere (a NaN
-        # or an infinity on either side makes its difference, and the sum, non-finite): the chunk
-        # needs none of the masks below. Overflowing finite values take the masked path, correctly.
-        special_bad: Optional[torch.Tensor] = None
-        clean, nonfinite_counts = c, [zero, zero]
-        if not math.isfinite(float(signed_sum)):
-            c_fin, r_fin = torch.isfinite(c), torch.isfinite(r)
-            both = c_fin & r_fin
-            # Where either side is not finite, the two agree only as NaN and NaN or as the same infinity.
-            special_bad = ~both & ~((c == r) | (torch.isnan(c) & torch.isnan(r)))
-            signed = torch.where(both, signed, zero)
-            signed_sum = signed.sum()
-            r = torch.where(r_fin, r, zero)
-            clean = finite_stand_ins(c)
-            nonfinite_counts = [torch.count_nonzero(r_fin & ~c_fin), torch.count_nonzero(special_bad)]
-        abs_r = r.abs()
-        err = signed.abs()
-        ratio = err / (abs_r * self.tol.rtol + self.tol.atol)
-        if special_bad is not None:
-            ratio.masked_fill_(special_bad, math.inf)
+            self._sums = torch.zeros(len(_SUMS), dtype=torch.float64, device=cand.device)
+            self._maxes = torch.zeros(len(_MAXES), dtype=torch.float64, device=cand.device)
+            self._worst = torch.tensor([-1.0, 0.0, 0.0, 0.0], dtype=torch.float64, device=cand.device)
+        zero = torch.zeros((), dtype=torch.float64, device=cand.device)
+        ch = _as_chunk(cand, ref, zero)
+        scaling = zero if self.verdict_only else torch.dot(ch.signed, torch.sign(ch.r))
+        err = ch.signed.abs_()  # from here on the chunk's difference buffer holds |c - r|
+        abs_r = ch.r.abs()
         ref_max = torch.maximum(self._maxes[_M["ref_max"]], abs_r.max())
-        scale = self.scale_hint if self.scale_hint is not None else ref_max
-        weights = self._weights.at(offset, c.numel(), c.device)
-        sums = [
-            torch.dot(err, err), torch.dot(abs_r, abs_r), err.sum(), signed_sum, torch.dot(signed, torch.sign(r)),
-            torch.count_nonzero(c), nonzero_r, torch.count_nonzero(err > 1e-5 * scale),
-            clean.sum(), torch.dot(clean, clean), torch.dot(clean, weights),
-            count_poison(cand, self.poison) if self.poison is not None else zero,
-            *nonfinite_counts, torch.count_nonzero(ratio > 1.0),
-        ]
-        self._sums += torch.stack([s.to(torch.float64) for s in sums])
-        maxes = torch.stack([(err / (abs_r + self.rel_floor)).max(), (err / (abs_r + 1.0)).max(), err.max(), ref_max])
-        self._maxes = torch.maximum(self._maxes, maxes)
+        scratch = torch.mul(abs_r, self.tol.rtol).add_(self.tol.atol)
+        ratio = torch.div(err, scratch, out=scratch)
+        if ch.special_bad is not None:
+            ratio.masked_fill_(ch.special_bad, math.inf)
+        over = torch.count_nonzero(ratio > 1.0)
         value, flat = ratio.max(dim=0)
-        here = torch.stack([value, (flat + offset).to(torch.float64), c[flat], r[flat]])
+        here = torch.stack([value, (flat + offset).to(torch.float64), ch.c[flat], ch.r[flat]])
         self._worst = torch.where(value > self._worst[0], here, self._worst)
+        if self.verdict_only:
+            shape_sums, maxes = [zero] * 7, [zero, zero]
+        else:
+            shape_sums = self._shape_sums(cand, ch, err, ref_max, offset, zero)
+            # The scratch buffer is free again once the worst element is read.
+            maxes = [torch.div(err, torch.add(abs_r, self.rel_floor, out=scratch), out=scratch).max(),
+                     torch.div(err, torch.add(abs_r, 1.0, out=scratch), out=scratch).max()]
+        sums = [torch.dot(err, err), torch.dot(abs_r, abs_r), err.sum(), ch.signed_sum, scaling, *shape_sums,
+                *ch.nonfinite_counts, over]
+        self._sums += torch.stack([s.to(torch.float64) for s in sums])
+        self._maxes = torch.maximum(self._maxes, torch.stack([*maxes, err.max(), ref_max]))
+
+    def _shape_sums(self, cand: torch.Tensor, ch: _Chunk, err: torch.Tensor, ref_max: torch.Tensor, offset: int,
+                    zero: torch.Tensor) -> List[torch.Tensor]:
+        """nonzero_c, nonzero_r, widespread, the digest's three sums and the poison count."""
+        scale = self.scale_hint if self.scale_hint is not None else ref_max
+        weights = self._weights.at(offset, cand.numel(), cand.device)
+        return [torch.count_nonzero(ch.c), ch.nonzero_r, torch.count_nonzero(err > 1e-5 * scale),
+                ch.clean.sum(), torch.dot(ch.clean, ch.clean), torch.dot(ch.clean, weights),
+                count_poison(cand, self.poison) if self.poison is not None else zero]
 
     def result(self) -> OutputDiff:
         n = self.n
@@ -274,10 +305,11 @@ def _rel_l2(err_norm: float, ref_norm: float) -> float:
 
 
 def diff(cand: torch.Tensor, ref: torch.Tensor, tol: Tol, rel_floor: float, poison: Optional[int] = None,
-         scale_hint: Optional[float] = None) -> OutputDiff:
-    """The candidate's output against the reference, streamed in chunks."""
+         scale_hint: Optional[float] = None, verdict_only: bool = False) -> OutputDiff:
+    """The candidate's output against the reference, streamed in chunks (verdict_only: see
+    DiffAccumulator)."""
     acc = DiffAccumulator(tol, rel_floor, tuple(torch.view_as_real(cand).shape if cand.is_complex() else cand.shape),
-                          scale_hint=scale_hint, poison=poison)
+                          scale_hint=scale_hint, poison=poison, verdict_only=verdict_only)
     c, r = flat_view(cand), flat_view(ref)
     for start, end in chunks(c.numel()):
         acc.add(c[start:end], r[start:end])
@@ -285,7 +317,7 @@ def diff(cand: torch.Tensor, ref: torch.Tensor, tol: Tol, rel_floor: float, pois
 
 
 def passes(cand: torch.Tensor, ref: torch.Tensor, tol: Tol, rel_l2_limit: float) -> bool:
-    return diff(cand, ref, tol, tol.atol).passes(rel_l2_limit)
+    return diff(cand, ref, tol, tol.atol, verdict_only=True).passes(rel_l2_limit)
 
 
 def eager_error(eager: torch.Tensor, ref: torch.Tensor) -> float:

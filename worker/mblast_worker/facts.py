@@ -28,7 +28,7 @@ from .response import OutputSpec
 from .tensors import (changed_state, chunk_elements, chunks, clone_all, digest, dtype_name, flat_tensors, is_dense,
                       nbytes, state_snapshot)
 
-FACTS_VERSION = "6"  # 6: input digests summed in chunk_elements chunks
+FACTS_VERSION = "7"  # 6: input digests summed in chunk_elements chunks; 7: at most 8 Mi of them
 # Stored float64 references per seed, at most (MBLAST_REFERENCE_CACHE_MAX_MB); larger ones are
 # recomputed: on the device that takes less than reading them back.
 MAX_CACHED_REFERENCE_BYTES = int(os.environ.get("MBLAST_REFERENCE_CACHE_MAX_MB", "256")) * 2**20

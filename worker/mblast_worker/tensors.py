@@ -7,12 +7,15 @@ import torch
 Span = Tuple[int, int]
 
 # Streaming over a tensor (comparison, digest, equality) goes chunk by chunk, so that no float64
-# copy or full-size temporary of it is made. Large tensors take larger chunks: a chunk costs a
-# dozen to ~75 kernel launches whatever its size, and level1/19's 1.6e9-element output compared
-# in 4 Mi chunks spent seconds launching them (H100). A chunk stays at most 1/64 of the tensor, so
-# the comparison's ~12 float64 temporaries add at most 1.5 bytes per element to the judge's footprint.
+# copy or full-size temporary of it is made. Large tensors take larger chunks: a chunk costs a few
+# dozen kernel launches and one wait whatever its size, and level1/19's 1.6e9-element output
+# compared in 4 Mi chunks spent seconds on them (H100). The largest chunk is bounded by memory: a
+# comparison holds up to six float64 buffers of a chunk (compare.DiffAccumulator), 384 MiB at 8 Mi
+# elements, where the judge's budget leaves 1 GiB beside its largest holdings (four outputs'
+# worth in the staleness checks; 16 Mi chunks and the comparison's earlier nine buffers put
+# level1/19 0.16 GiB over it, acceptance call 98 on an H100).
 CHUNK_ELEMENTS: int = 1 << 22  # 4 Mi elements: 32 MiB per float64 temporary
-MAX_CHUNK_ELEMENTS: int = 1 << 25
+MAX_CHUNK_ELEMENTS: int = 1 << 23
 CHUNKS_PER_TENSOR: int = 64
 WEIGHT_PERIOD: int = 1021  # of digests' position weights: (i % 1021) + 1
 
@@ -42,8 +45,10 @@ class PositionWeights:
 
     def at(self, offset: int, n: int, device: torch.device) -> torch.Tensor:
         if self._base is None or self._base.numel() < n + WEIGHT_PERIOD:
-            base = torch.arange(n + WEIGHT_PERIOD, device=device, dtype=torch.int64) % WEIGHT_PERIOD + 1
-            self._base = base.to(torch.float64)
+            self._base = None  # one buffer at a time: the old one goes before the new one is made
+            # Exact in float64 (integers below 2**53), and built in place: one buffer, no temporaries.
+            base = torch.arange(n + WEIGHT_PERIOD, device=device, dtype=torch.float64)
+            self._base = base.fmod_(WEIGHT_PERIOD).add_(1)
         start = offset % WEIGHT_PERIOD
         return self._base[start:start + n]
 
