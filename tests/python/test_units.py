@@ -3,11 +3,13 @@
 import math
 import sys
 import time
+from types import SimpleNamespace
 from typing import Any, Dict
 
 import pytest
 import torch
 
+from mblast_worker import ceilings
 from mblast_worker.checks import Expected, aliases_anything, check_structure
 from mblast_worker.compare import (DiffAccumulator, OutputDiff, Tol, count_poison, diff, eager_error, poison_share,
                                    poison_word, widened)
@@ -587,3 +589,19 @@ def test_warm_imports_load_the_compiler_stack_where_torch_has_one() -> None:
         assert "torch._dynamo" in sys.modules and "torch._inductor.compile_fx" in sys.modules
     else:
         assert "torch._dynamo" not in sys.modules
+
+
+def test_a_ceiling_is_the_fastest_of_its_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The speed of light must bound what the device reaches: a median lets the reference run
+    # faster than it (H100, call 100).
+    times = iter([5.0, 2.0, 4.0, 3.0])
+
+    class Timer:
+        def measure(self, fn: Any) -> Any:
+            fn()
+            return SimpleNamespace(ms=next(times))
+
+    monkeypatch.setattr(ceilings, "make_timer", lambda device, l2_flush: Timer())
+    calls = []
+    assert ceilings._best_ms(torch.device("cpu"), lambda: calls.append(1), 4) == 2.0
+    assert len(calls) == 5  # one warm-up call, then the timed ones
