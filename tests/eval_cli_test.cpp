@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -206,6 +207,37 @@ TEST_F(EvalCli, UnusableProblemExitsTwoNamingTheFileAndCause) {
   auto missing = eval("problems/no_such_problem.py", "candidates/cpu/correct_relu.py");
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("no_such_problem.py"), std::string::npos);
+}
+
+// The device's ceilings are measured once and cached; an entry measured another way (medians,
+// before "method" was recorded) is measured again, one measured this way is read.
+TEST_F(EvalCli, CeilingsMeasuredAnotherWayAreMeasuredAgain) {
+  namespace fs = std::filesystem;
+  ASSERT_EQ(eval("problems/relu_small.py", "candidates/cpu/correct_relu.py").exit_code, 0);
+  const fs::path folder = cache_.path() / "cache" / "ceilings";
+  ASSERT_TRUE(fs::is_directory(folder));
+  const fs::path entry = fs::directory_iterator(folder)->path();
+  const auto read = [&] {
+    std::ifstream in(entry);
+    return nlohmann::json::parse(in);
+  };
+  const auto rewrite = [&](std::optional<std::string> method) {
+    nlohmann::json old = read();
+    old["bandwidth_gbs"] = 0.125;
+    if (method)
+      old["method"] = *method;
+    else
+      old.erase("method");
+    std::ofstream(entry) << old.dump();
+  };
+  const auto bandwidth = [&] { return read()["bandwidth_gbs"].get<double>(); };
+  rewrite(std::nullopt);
+  ASSERT_EQ(eval("problems/relu_small.py", "candidates/cpu/correct_relu.py").exit_code, 0);
+  EXPECT_NE(bandwidth(), 0.125);
+  const std::string method = read()["method"];
+  rewrite(method);
+  ASSERT_EQ(eval("problems/relu_small.py", "candidates/cpu/correct_relu.py").exit_code, 0);
+  EXPECT_EQ(bandwidth(), 0.125);
 }
 
 TEST_F(EvalCli, ProfileReportsSignaturesForTheStateClassifier) {
