@@ -11,7 +11,8 @@
 # implies, the table (states_check.md) and its JSON (states_check.json). Problems already judged
 # are kept (a second call goes on where a device call's time limit stopped the first). Before the
 # problems it records what ncu is and whether it reads counters here (ncu.txt). PER_PROBLEM=S
-# bounds one problem (default 240 s); KERNELS=N is the launch limit (eval --ncu-kernels).
+# bounds one problem (default 240 s); KERNELS=N is the launch limit (eval --ncu-kernels). The
+# problems' JSON and logs also land in $OUT/states/states.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 levels=${1:-1 2 3}
@@ -41,3 +42,6 @@ for level in $levels; do
 done
 .device/mblast --kb "$out/kb.sqlite" kb classify "$out"/json/*.json | tee "$out/states_check.md" | tail -3
 .device/mblast --kb "$out/kb.sqlite" kb classify --json "$out"/json/*.json >"$out/states_check.json"
+# One archive of the problems' JSON and logs: the device tool returns at most 8 files, so a caller
+# removes json/ and log/ from $OUT before its call ends and keeps this.
+tar czf "$out/states.tar.gz" -C "$out" json log
