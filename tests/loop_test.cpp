@@ -131,13 +131,17 @@ class FakeBackend : public Backend {
   bool export_for_harness(const fs::path&, const fs::path&) override { return false; }
   void set_deadline(std::chrono::steady_clock::time_point until) override { deadline = until; }
   std::vector<std::string> prebuilt;  // the first line of each file handed to prebuild()
+  std::vector<int> prebuilt_in_step;  // the step begun last when each was handed over
+  std::vector<int> steps_begun;
   bool stopped_prebuilding = false;
   void prebuild(const fs::path& candidate) override {
     std::ifstream in(candidate);
     std::string first_line;
     std::getline(in, first_line);
     prebuilt.push_back(first_line);
+    prebuilt_in_step.push_back(steps_begun.empty() ? 0 : steps_begun.back());
   }
+  void begin_step(int step) override { steps_begun.push_back(step); }
   void stop_prebuilding() override { stopped_prebuilding = true; }
 
   struct BuiltinCall {
@@ -1358,6 +1362,9 @@ TEST_F(LoopTest, PrebuildHandsTheNextStepsBuiltinToTheBackendBeforeJudgingThisOn
   }
   EXPECT_TRUE(backend_.stopped_prebuilding);
   EXPECT_TRUE(fs::is_directory(run_dir().path() / "prebuild"));
+  // The backend hears where each step begins, and each guess is made in the step before its own.
+  EXPECT_EQ(backend_.steps_begun, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(backend_.prebuilt_in_step, (std::vector<int>{1, 2}));
   // The guesses are not the run's candidates.
   std::size_t judged = 0;
   for (const auto& entry : fs::directory_iterator(run_dir().path() / "candidates"))

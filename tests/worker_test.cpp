@@ -363,8 +363,8 @@ TEST(WorkerTest, APrimerHandsItsHeldWorkerToTheEvaluationOfTheSameText) {
 }
 
 // The loop guesses step N+1 before step N is judged: the new guess waits until step N's
-// evaluation takes the one ahead, or judges another text of the problem (a wrong guess: killed);
-// one guessed with nothing ahead lets the evaluation of its own step pass first.
+// evaluation takes the one ahead, or a later step judges another text of the problem (a wrong
+// guess: killed); until then the step it was guessed in may judge other texts.
 TEST(WorkerTest, AGuessWaitsForTheOneAheadToBeTakenOrFoundWrong) {
   testing::TempDir scratch;
   testing::TempDir files;
@@ -380,22 +380,59 @@ TEST(WorkerTest, AGuessWaitsForTheOneAheadToBeTakenOrFoundWrong) {
     WorkerPool pool(fake_config(scratch.path()), 1);
     Primer primer(pool);
     const CallLimits limits = CallLimits::fixed(seconds(30));
-    ASSERT_TRUE(primer.start(request("a"), limits, {}, file["a"]));
-    ASSERT_TRUE(primer.start(request("b"), limits, {}, file["b"]));  // pending
+    ASSERT_TRUE(primer.start(request("a"), limits, {}, file["a"], 1));  // guessed in step 1
+    primer.begin_step("/p.py", 2);
+    ASSERT_TRUE(primer.start(request("b"), limits, {}, file["b"], 2));  // pending
     const auto a = primer.take(request("a"), file["a"]);
     ASSERT_TRUE(a.has_value() && a->completed);
-    ASSERT_TRUE(primer.start(request("c"), limits, {}, file["c"]));  // pending behind b
+    primer.begin_step("/p.py", 3);
+    ASSERT_TRUE(primer.start(request("c"), limits, {}, file["c"], 3));  // pending behind b
     EXPECT_FALSE(primer.take(request("d"), file["d"]));  // b was wrong: killed, c goes ahead
     const auto c = primer.take(request("c"), file["c"]);
     ASSERT_TRUE(c.has_value());
     EXPECT_TRUE(c->completed) << c->failure;
     EXPECT_FALSE(primer.take(request("b"), file["b"]));
     // Guessed with nothing ahead: the evaluation of the step it was guessed in comes first.
-    ASSERT_TRUE(primer.start(request("a"), limits, {}, file["a"]));
+    ASSERT_TRUE(primer.start(request("a"), limits, {}, file["a"], 3));
     EXPECT_FALSE(primer.take(request("d"), file["d"]));
     const auto again = primer.take(request("a"), file["a"]);
     ASSERT_TRUE(again.has_value());
     EXPECT_TRUE(again->completed) << again->failure;
+  }
+  EXPECT_TRUE(no_children_left());
+}
+
+// A step that judges several candidates (an LLM's fixes) keeps the guess made for the next step;
+// the next step judging another text shows it wrong. Another problem's steps leave it.
+TEST(WorkerTest, AGuessOutlivesTheFixesOfTheStepItWasGuessedIn) {
+  testing::TempDir scratch;
+  testing::TempDir files;
+  std::map<std::string, fs::path> file;
+  for (const std::string name : {"guess", "first", "fix", "other"}) {
+    file[name] = files.path() / (name + ".py");
+    std::ofstream(file[name]) << "text " << name;
+  }
+  const auto request = [&](const std::string& name) {
+    return json{{"op", "hold"}, {"problem", "/p.py"}, {"candidate", file[name].string()}};
+  };
+  {
+    WorkerPool pool(fake_config(scratch.path()), 1);
+    Primer primer(pool);
+    const CallLimits limits = CallLimits::fixed(seconds(30));
+    primer.begin_step("/p.py", 4);
+    ASSERT_TRUE(primer.start(request("guess"), limits, {}, file["guess"], 4));
+    EXPECT_FALSE(primer.take(request("first"), file["first"]));
+    EXPECT_FALSE(primer.take(request("fix"), file["fix"]));
+    primer.begin_step("/another.py", 9);
+    primer.begin_step("/p.py", 5);
+    const auto taken = primer.take(request("guess"), file["guess"]);
+    ASSERT_TRUE(taken.has_value());
+    EXPECT_TRUE(taken->completed) << taken->failure;
+
+    ASSERT_TRUE(primer.start(request("guess"), limits, {}, file["guess"], 5));
+    primer.begin_step("/p.py", 6);
+    EXPECT_FALSE(primer.take(request("other"), file["other"]));  // wrong: killed
+    EXPECT_FALSE(primer.take(request("guess"), file["guess"]));
   }
   EXPECT_TRUE(no_children_left());
 }

@@ -151,11 +151,17 @@ class CudaBackend final : public Backend {
     options.keep_compile_cache = true;
     if (via_server()) {
       ahead_via_server_ =
-          evaluate_ahead_via_server(options, candidate, python_) || ahead_via_server_;
+          evaluate_ahead_via_server(options, candidate, python_, false, step_) || ahead_via_server_;
       return;
     }
     if (!primer_) primer_ = std::make_unique<Primer>(workers());
-    evaluate_ahead(options, workers(), *primer_);
+    evaluate_ahead(options, workers(), *primer_, step_);
+  }
+
+  void begin_step(int step) override {
+    step_ = step;
+    if (ahead_via_server_) begin_step_via_server(options_, python_, step);
+    if (primer_) primer_->begin_step(fs::absolute(options_.problem).string(), step);
   }
 
   void stop_prebuilding() override {
@@ -214,6 +220,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<WorkerPool> workers_;
   std::unique_ptr<Primer> primer_;  // after workers_, so destroyed before it
   bool ahead_via_server_ = false;
+  int step_ = 0;  // the loop's step begun last: the one a prebuild is guessed in
   std::optional<double> eager_peak_bytes_;
   // Hashes of the candidate texts this backend's built-ins made from the problem's own code, or
   // from such a candidate: the ones whose compile caches are trusted (compile_cache.hpp).

@@ -449,14 +449,14 @@ nlohmann::json evaluate_artifact(const EvalOptions& options, const Artifact& art
   return item.result;
 }
 
-bool evaluate_ahead(const EvalOptions& options, WorkerPool& workers, Primer& ahead) {
+bool evaluate_ahead(const EvalOptions& options, WorkerPool& workers, Primer& ahead, int step) {
   const fs::path cache_dir = resolved_cache_dir(options);
   double calibration_seconds = 0;  // the ceilings are cached by the evaluations before
   const nlohmann::json ceilings = device_ceilings(options, cache_dir, workers, calibration_seconds);
   const CompileCacheUse compile_cache{problem_compile_cache(cache_dir, options.problem),
                                       options.keep_compile_cache};
   return ahead.start(worker_eval_request(options, options.candidate, cache_dir, ceilings),
-                     call_limits(options), compile_cache, options.candidate);
+                     call_limits(options), compile_cache, options.candidate, step);
 }
 
 WorkerConfig eval_worker_config(const EvalOptions& options, const fs::path& python) {

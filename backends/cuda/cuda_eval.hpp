@@ -58,8 +58,9 @@ Artifact build_artifact(const EvalOptions& options, const std::filesystem::path&
 nlohmann::json evaluate_artifact(const EvalOptions& options, const Artifact& artifact,
                                  WorkerPool& workers, Primer* ahead = nullptr);
 // Starts evaluating options.candidate ahead with `ahead`, in `workers` (the pool of its
-// evaluation): the request its evaluation will send. False where nothing started.
-bool evaluate_ahead(const EvalOptions& options, WorkerPool& workers, Primer& ahead);
+// evaluation): the request its evaluation will send, guessed in step `step` of the run
+// (Primer::start). False where nothing started.
+bool evaluate_ahead(const EvalOptions& options, WorkerPool& workers, Primer& ahead, int step = 0);
 
 // Writes `candidate` as a self-contained KernelBench ModelNew file: a fast-route candidate
 // (mblast_cuda.load) is rewritten to compile its CUDA with load_inline; any other candidate is

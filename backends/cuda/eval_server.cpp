@@ -284,14 +284,25 @@ std::optional<std::vector<json>> evaluate_via_server(const EvalOptions& options,
 }
 
 bool evaluate_ahead_via_server(const EvalOptions& options, const fs::path& candidate,
-                               const fs::path& python, bool cancel) {
+                               const fs::path& python, bool cancel, int step) {
   const auto dir = private_dir();
   if (!dir) return false;
   const std::string id = identity(options, python);
   json request = server_request(options, id, {candidate});
   request["ahead"] = cancel ? "cancel" : "start";
+  request["step"] = step;
   const auto response = ask(socket_for(*dir, id), line_of(request));
   return response && response->value("ahead", false);
+}
+
+void begin_step_via_server(const EvalOptions& options, const fs::path& python, int step) {
+  const auto dir = private_dir();
+  if (!dir) return;
+  const std::string id = identity(options, python);
+  json request = server_request(options, id, {});
+  request["ahead"] = "step";
+  request["step"] = step;
+  ask(socket_for(*dir, id), line_of(request));
 }
 
 int run_eval_server(const fs::path& socket, const fs::path& python, const std::string& id) {
@@ -364,9 +375,13 @@ int run_eval_server(const fs::path& socket, const fs::path& python, const std::s
         // Answered at once: the evaluation ahead runs beside the requests that follow, paused
         // while they time their candidates (the same pool), until one of them takes it over.
         if (!candidates.empty()) options.candidate = candidates[0];
-        response = {{"ahead", !candidates.empty() && evaluate_ahead(options, *pool, *primer)}};
+        response = {{"ahead", !candidates.empty() && evaluate_ahead(options, *pool, *primer,
+                                                                    request.value("step", 0))}};
       } else if (ahead == "cancel") {
         primer->cancel();
+        response = {{"ahead", false}};
+      } else if (ahead == "step") {
+        primer->begin_step(fs::absolute(options.problem).string(), request.value("step", 0));
         response = {{"ahead", false}};
       } else {
         auto results =

@@ -38,10 +38,16 @@ std::optional<std::vector<nlohmann::json>> evaluate_via_server(
     const std::filesystem::path& python);
 
 // Asks the running server for (options, python) to evaluate `candidate` ahead (primer.hpp), up
-// to its first call, for a later request of the same candidate to take over; with `cancel`, to
-// kill the one ahead. True when one started. No server up: false, and none is started for it.
+// to its first call, for a later request of the same candidate to take over, guessed in step
+// `step` of the run; with `cancel`, to kill the one ahead. True when one started. No server up:
+// false, and none is started for it.
 bool evaluate_ahead_via_server(const EvalOptions& options, const std::filesystem::path& candidate,
-                               const std::filesystem::path& python, bool cancel = false);
+                               const std::filesystem::path& python, bool cancel = false,
+                               int step = 0);
+// Tells the running server's evaluation ahead that step `step` of options.problem's run begins
+// (Primer::begin_step). No server up: nothing.
+void begin_step_via_server(const EvalOptions& options, const std::filesystem::path& python,
+                           int step);
 
 // The server's main loop (`mblast internal eval-server`); returns the exit code.
 int run_eval_server(const std::filesystem::path& socket, const std::filesystem::path& python,

@@ -27,22 +27,33 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 bool Primer::start(nlohmann::json request, const CallLimits& limits,
-                   const CompileCacheUse& compile_cache, const fs::path& candidate) {
+                   const CompileCacheUse& compile_cache, const fs::path& candidate, int step) {
   const std::lock_guard lock(mutex_);
   if (stopped_) return false;
-  Ahead ahead{std::move(request), limits, compile_cache, candidate};
+  steps_[request.value("problem", std::string())] = step;
+  Ahead ahead{std::move(request), limits, compile_cache, candidate, step};
   if (thread_.joinable()) {
     pending_ = std::move(ahead);  // the one ahead may be the step's about to be judged
   } else {
     launch(std::move(ahead));
-    its_turn_next_ = false;  // the evaluation of the step it was guessed in comes first
   }
   return true;
+}
+
+void Primer::begin_step(const std::string& problem, int step) {
+  const std::lock_guard lock(mutex_);
+  steps_[problem] = step;
+}
+
+int Primer::step_of(const nlohmann::json& request) const {
+  const auto found = steps_.find(request.value("problem", std::string()));
+  return found == steps_.end() ? 0 : found->second;
 }
 
 void Primer::launch(Ahead ahead) {
   text_key_ = candidate_text_key(ahead.candidate);
   compared_ = compared_part(ahead.request);
+  guessed_in_ = ahead.guessed_in;
   ahead.request["hold"] = true;
   starting_ = true;
   thread_ = std::thread([this, ahead = std::move(ahead)] {
@@ -65,7 +76,6 @@ void Primer::launch_pending() {
   Ahead next = std::move(*pending_);
   pending_.reset();
   launch(std::move(next));
-  its_turn_next_ = true;  // launched at an evaluation of the step before its own
 }
 
 std::optional<WorkerOutcome> Primer::take(const nlohmann::json& request,
@@ -77,13 +87,11 @@ std::optional<WorkerOutcome> Primer::take(const nlohmann::json& request,
     if (text_key == text_key_ || request.value("problem", "") != compared_.value("problem", "")) {
       return std::nullopt;  // another problem's, or the same text judged otherwise
     }
-    if (!its_turn_next_) {
-      its_turn_next_ = true;  // this was the evaluation of the step it was guessed in
-    } else {                  // the step it was guessed for chose another text
+    if (step_of(request) > guessed_in_) {  // the step it was guessed for chose another text
       drop_current();
       launch_pending();
     }
-    return std::nullopt;
+    return std::nullopt;  // else an evaluation of the step it was guessed in
   }
   const auto waiting = std::chrono::steady_clock::now();
   thread_.join();

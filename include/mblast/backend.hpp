@@ -138,6 +138,9 @@ class Backend {
   // (`optimize --prebuild`): what it compiles lands in caches the candidate's evaluation starts
   // from. A hint: a backend may ignore it (no compile cache, an untrusted candidate).
   virtual void prebuild(const std::filesystem::path& /*candidate*/) {}
+  // The loop's step `step` (1, 2, ...) begins: a prebuild hinted from now on is for a later step,
+  // and one hinted before is for this step or an earlier one.
+  virtual void begin_step(int /*step*/) {}
   // Stops a prebuild in flight (the run is ending).
   virtual void stop_prebuilding() {}
 };

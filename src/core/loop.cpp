@@ -402,6 +402,7 @@ std::optional<std::string> Loop::budget_spent() const {
 std::optional<StepRecord> Loop::step(int iteration, int step_in_iteration, int global, bool& stop,
                                      std::string& stop_reason) {
   const auto started = Clock::now();
+  backend_.begin_step(global);
   const auto choice = choose(global, stop_reason);
   if (!choice) {
     stop = true;

@@ -182,6 +182,7 @@ class WorkloadsBackend final : public Backend {
   }
   void stop_prestarting() override { inner_->stop_prestarting(); }
   void prebuild(const fs::path& candidate) override { inner_->prebuild(candidate); }
+  void begin_step(int step) override { inner_->begin_step(step); }
   void stop_prebuilding() override { inner_->stop_prebuilding(); }
 
  private:
