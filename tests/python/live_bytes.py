@@ -36,9 +36,14 @@ class LiveBytes(TorchDispatchMode):
         self.live -= self._owned.pop(address, 0)
 
 
+def _storage(t: torch.Tensor) -> Any:
+    untyped = getattr(t, "untyped_storage", None)  # PyTorch 2; 1.13 has storage() alone
+    return untyped() if untyped is not None else t.storage()
+
+
 def _address(t: torch.Tensor) -> int:
-    return t.storage().data_ptr() if t.numel() else id(t)
+    return _storage(t).data_ptr() if t.numel() else id(t)
 
 
 def _storage_bytes(t: torch.Tensor) -> int:
-    return t.storage().nbytes() if t.numel() else 0
+    return _storage(t).nbytes() if t.numel() else 0
