@@ -25,6 +25,7 @@ from mblast_worker.response import Response, Trial
 from mblast_worker.tensors import (CHUNK_ELEMENTS, CHUNKS_PER_TENSOR, MAX_CHUNK_ELEMENTS, chunk_elements, chunks,
                                   detached, digest, drop_state_history, is_dense, same_values)
 from mblast_worker.timing import hides_device_work, summarize
+from mblast_worker.traffic import count_moved_bytes
 from live_bytes import LiveBytes
 
 BASE = Tol(1e-4, 1e-4)
@@ -605,3 +606,15 @@ def test_a_ceiling_is_the_fastest_of_its_runs(monkeypatch: pytest.MonkeyPatch) -
     calls = []
     assert ceilings._best_ms(torch.device("cpu"), lambda: calls.append(1), 4) == 2.0
     assert len(calls) == 5  # one warm-up call, then the timed ones
+
+
+def test_moved_bytes_count_each_ops_reads_and_writes_and_no_views() -> None:
+    x, w = torch.randn(100, 100), torch.randn(100, 100)
+    size = x.numel() * x.element_size()
+    assert count_moved_bytes(lambda: torch.relu(x)) == 2 * size
+    assert count_moved_bytes(lambda: x.view(-1)) == count_moved_bytes(lambda: x.t()) == 0
+    assert count_moved_bytes(lambda: x.clone().relu_()) == 4 * size  # clone, then relu_ in place
+    assert count_moved_bytes(lambda: torch.add(x, x, out=torch.empty_like(x))) == 3 * size  # out= is not read
+    # An unfused chain moves its intermediate twice more than a fused one would.
+    assert count_moved_bytes(lambda: torch.relu(x @ w) + 1) == 7 * size
+

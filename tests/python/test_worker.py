@@ -146,7 +146,7 @@ def test_correct_candidate_report(results: Dict[str, Dict[str, Any]]) -> None:
     assert resp["tolerance"] == {"atol": 1e-4, "rtol": 1e-4, "policy": "eager-widened", "widened_by_eager": False,
                                  "matched_ratio": None, "error_cap": None}
     assert resp["outputs"] == [{"shape": [16, 64], "dtype": "float32"}]
-    assert resp["min_bytes"] == 2 * 16 * 64 * 4
+    assert resp["min_bytes"] == resp["moved_bytes"] == 2 * 16 * 64 * 4  # one op: reads x, writes y
     assert [t["seed"] for t in resp["trials"]] == [1, 2, 3]
     assert resp["ref_ms"] > 0 and resp["cand_ms"] > 0
     assert resp["speedup"] == pytest.approx(resp["ref_ms"] / resp["cand_ms"])

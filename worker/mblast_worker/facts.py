@@ -27,8 +27,9 @@ from .reference import (BATCH_CHUNKS, CPU, WHOLE, ReferenceModels, ReferencePlan
 from .response import OutputSpec
 from .tensors import (changed_state, chunk_elements, chunks, clone_all, digest, dtype_name, flat_tensors, is_dense,
                       nbytes, state_snapshot)
+from .traffic import count_moved_bytes
 
-FACTS_VERSION = "7"  # 6: input digests summed in chunk_elements chunks; 7: at most 8 Mi of them
+FACTS_VERSION = "7"  # 6: input digests summed in chunk_elements chunks; 7: at most 8 Mi of them, moved_bytes
 # Stored float64 references per seed, at most (MBLAST_REFERENCE_CACHE_MAX_MB); larger ones are
 # recomputed: on the device that takes less than reading them back.
 MAX_CACHED_REFERENCE_BYTES = int(os.environ.get("MBLAST_REFERENCE_CACHE_MAX_MB", "256")) * 2**20
@@ -70,6 +71,7 @@ class ProblemFacts:
     flops: Optional[float] = None
     flops_by_unit: Dict[str, float] = field(default_factory=dict)  # costmodel.count_flops_by_unit
     min_bytes: int = 0
+    moved_bytes: Optional[int] = None  # traffic.count_moved_bytes of eager's forward
     compute_dtype: str = "float32"  # costmodel.compute_dtype of the inputs and parameters
     input_bytes: int = 0
     output_bytes: int = 0
@@ -279,6 +281,10 @@ def _static_facts(side: ProblemSide, facts: ProblemFacts, seed: int) -> List[Any
         facts.flops = float(sum(facts.flops_by_unit.values()))
     except Exception as exc:  # noqa: BLE001
         facts.notes.append(f"FLOP counting failed: {type(exc).__name__}: {exc}")
+    try:
+        facts.moved_bytes = count_moved_bytes(lambda: side.call_eager(inputs, seed))
+    except Exception as exc:  # noqa: BLE001 - counting is best effort
+        facts.notes.append(f"byte counting failed: {type(exc).__name__}: {exc}")
     if facts.ref_mutated_inputs:
         inputs = side.make_inputs(seed)
     facts.plan = choose_plan(side, facts, inputs, seed)

@@ -68,6 +68,9 @@ class Response:
     timing: Optional[Dict[str, TimingStats]] = None
     flops: Optional[float] = None
     min_bytes: Optional[int] = None
+    # What eager's aten ops read and write, op by op (traffic.count_moved_bytes): beside min_bytes,
+    # how much an unfused reference moves more than it must.
+    moved_bytes: Optional[int] = None
     input_bytes: Optional[int] = None  # the inputs' bytes (what a CUDA graph's replay copies in)
     sol_ms: Optional[float] = None
     # The one FLOP rate (TFLOP/s) at which the problem's FLOPs take sol_ms's compute time, each
