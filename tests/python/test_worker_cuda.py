@@ -92,3 +92,25 @@ def test_serve_on_cuda(tmp_path: Path) -> None:
     out, _err = proc.communicate(json.dumps(req) + "\n", timeout=600)
     resp = json.loads(out.strip().splitlines()[-1])  # after the progress lines
     assert resp["correct"] is True and resp["device_name"] == ready["device_name"]
+
+
+@pytest.mark.parametrize("ref_dtype,verdict_only,buffers", [
+    (torch.float64, False, 5), (torch.float32, False, 6), (torch.float64, True, 4), (torch.float32, True, 5)])
+def test_a_comparison_allocates_few_chunk_sized_buffers_on_the_gpu(ref_dtype: torch.dtype, verdict_only: bool,
+                                                                  buffers: int) -> None:
+    # What the judge's memory budget leaves beside the largest outputs (compare.DiffAccumulator),
+    # as the device's allocator counts it: the CPU test counts the same through the dispatcher.
+    from mblast_worker.compare import Tol, diff
+    from mblast_worker.tensors import chunk_elements
+
+    n = 4 * chunk_elements(1)
+    r = torch.randn(n, device="cuda", dtype=torch.float64)
+    c, ref = (r + 1e-5).float(), r.to(ref_dtype)
+    diff(c, ref, Tol(1e-4, 1e-4), 1e-4, verdict_only=verdict_only)  # warm-up: the allocator's blocks
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    held = torch.cuda.memory_allocated()
+    diff(c, ref, Tol(1e-4, 1e-4), 1e-4, poison=0x7FC00000, verdict_only=verdict_only)
+    torch.cuda.synchronize()
+    chunk_bytes = 8 * chunk_elements(n)
+    assert torch.cuda.max_memory_allocated() - held <= (buffers + 0.3) * chunk_bytes
