@@ -173,7 +173,8 @@ class _Chunk:
     special_bad: Optional[torch.Tensor] = None  # where a non-finite value disagrees, if any may
 
 
-def _as_chunk(cand: torch.Tensor, ref: torch.Tensor, zero: torch.Tensor) -> _Chunk:
+def _as_chunk(cand: torch.Tensor, ref: torch.Tensor, zero: torch.Tensor, count_ref_nonzero: bool) -> _Chunk:
+    """count_ref_nonzero: whether nonzero_r is wanted (a pass over the chunk), else it is zero."""
     c = cand.to(torch.float64)
     r = ref.to(device=c.device, dtype=torch.float64)
     signed = c - r
@@ -181,14 +182,15 @@ def _as_chunk(cand: torch.Tensor, ref: torch.Tensor, zero: torch.Tensor) -> _Chu
     # A finite sum means every difference is finite, so both sides are finite everywhere (a NaN or
     # an infinity on either side makes its difference, and the sum, non-finite): the chunk needs
     # none of the masks below. Overflowing finite values take the masked path, correctly.
+    nonzero_r = torch.count_nonzero(r) if count_ref_nonzero else zero
     if math.isfinite(float(signed_sum)):
-        return _Chunk(c, r, signed, signed_sum, c, torch.count_nonzero(r), [zero, zero])
+        return _Chunk(c, r, signed, signed_sum, c, nonzero_r, [zero, zero])
     c_fin, r_fin = torch.isfinite(c), torch.isfinite(r)
     both = c_fin & r_fin
     # Where either side is not finite, the two agree only as NaN and NaN or as the same infinity.
     special_bad = ~both & ~((c == r) | (torch.isnan(c) & torch.isnan(r)))
     signed = torch.where(both, signed, zero)
-    return _Chunk(c, torch.where(r_fin, r, zero), signed, signed.sum(), finite_stand_ins(c), torch.count_nonzero(r),
+    return _Chunk(c, torch.where(r_fin, r, zero), signed, signed.sum(), finite_stand_ins(c), nonzero_r,
                   [torch.count_nonzero(r_fin & ~c_fin), torch.count_nonzero(special_bad)], special_bad)
 
 
@@ -227,7 +229,7 @@ class DiffAccumulator:
             self._maxes = torch.zeros(len(_MAXES), dtype=torch.float64, device=cand.device)
             self._worst = torch.tensor([-1.0, 0.0, 0.0, 0.0], dtype=torch.float64, device=cand.device)
         zero = torch.zeros((), dtype=torch.float64, device=cand.device)
-        ch = _as_chunk(cand, ref, zero)
+        ch = _as_chunk(cand, ref, zero, count_ref_nonzero=not self.verdict_only)
         scaling = zero if self.verdict_only else torch.dot(ch.signed, torch.sign(ch.r))
         err = ch.signed.abs_()  # from here on the chunk's difference buffer holds |c - r|
         abs_r = ch.r.abs()
