@@ -250,6 +250,20 @@ std::string line_of(const json& request) {
   return request.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// One request about the evaluation ahead ("ahead": what) to the running server; no server up:
+// nothing is sent and none is started.
+std::optional<json> ask_about_ahead(const EvalOptions& options, const fs::path& python,
+                                    const std::vector<fs::path>& candidates, const char* what,
+                                    int step) {
+  const auto dir = private_dir();
+  if (!dir) return std::nullopt;
+  const std::string id = identity(options, python);
+  json request = server_request(options, id, candidates);
+  request["ahead"] = what;
+  request["step"] = step;
+  return ask(socket_for(*dir, id), line_of(request));
+}
+
 }  // namespace
 
 bool eval_server_wanted(const EvalOptions& options) {
@@ -285,24 +299,13 @@ std::optional<std::vector<json>> evaluate_via_server(const EvalOptions& options,
 
 bool evaluate_ahead_via_server(const EvalOptions& options, const fs::path& candidate,
                                const fs::path& python, bool cancel, int step) {
-  const auto dir = private_dir();
-  if (!dir) return false;
-  const std::string id = identity(options, python);
-  json request = server_request(options, id, {candidate});
-  request["ahead"] = cancel ? "cancel" : "start";
-  request["step"] = step;
-  const auto response = ask(socket_for(*dir, id), line_of(request));
+  const auto response =
+      ask_about_ahead(options, python, {candidate}, cancel ? "cancel" : "start", step);
   return response && response->value("ahead", false);
 }
 
 void begin_step_via_server(const EvalOptions& options, const fs::path& python, int step) {
-  const auto dir = private_dir();
-  if (!dir) return;
-  const std::string id = identity(options, python);
-  json request = server_request(options, id, {});
-  request["ahead"] = "step";
-  request["step"] = step;
-  ask(socket_for(*dir, id), line_of(request));
+  ask_about_ahead(options, python, {}, "step", step);
 }
 
 int run_eval_server(const fs::path& socket, const fs::path& python, const std::string& id) {
