@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <iterator>
 #include <map>
 #include <string>
@@ -362,40 +363,51 @@ TEST(WorkerTest, APrimerHandsItsHeldWorkerToTheEvaluationOfTheSameText) {
   EXPECT_FALSE(primer.take(judged, chosen));  // once
 }
 
+// Candidate files of distinct texts, by name, and each one's hold request for problem /p.py.
+class GuessFiles {
+ public:
+  explicit GuessFiles(std::initializer_list<std::string> names) {
+    for (const std::string& name : names) {
+      file_[name] = dir_.path() / (name + ".py");
+      std::ofstream(file_[name]) << "text " << name;
+    }
+  }
+  const fs::path& operator[](const std::string& name) const { return file_.at(name); }
+  json request(const std::string& name) const {
+    return json{{"op", "hold"}, {"problem", "/p.py"}, {"candidate", file_.at(name).string()}};
+  }
+
+ private:
+  testing::TempDir dir_;
+  std::map<std::string, fs::path> file_;
+};
+
 // The loop guesses step N+1 before step N is judged: the new guess waits until step N's
 // evaluation takes the one ahead, or a later step judges another text of the problem (a wrong
 // guess: killed); until then the step it was guessed in may judge other texts.
 TEST(WorkerTest, AGuessWaitsForTheOneAheadToBeTakenOrFoundWrong) {
   testing::TempDir scratch;
-  testing::TempDir files;
-  std::map<std::string, fs::path> file;
-  for (const std::string name : {"a", "b", "c", "d"}) {
-    file[name] = files.path() / (name + ".py");
-    std::ofstream(file[name]) << "text " << name;
-  }
-  const auto request = [&](const std::string& name) {
-    return json{{"op", "hold"}, {"problem", "/p.py"}, {"candidate", file[name].string()}};
-  };
+  GuessFiles file({"a", "b", "c", "d"});
   {
     WorkerPool pool(fake_config(scratch.path()), 1);
     Primer primer(pool);
     const CallLimits limits = CallLimits::fixed(seconds(30));
-    ASSERT_TRUE(primer.start(request("a"), limits, {}, file["a"], 1));  // guessed in step 1
+    ASSERT_TRUE(primer.start(file.request("a"), limits, {}, file["a"], 1));  // guessed in step 1
     primer.begin_step("/p.py", 2);
-    ASSERT_TRUE(primer.start(request("b"), limits, {}, file["b"], 2));  // pending
-    const auto a = primer.take(request("a"), file["a"]);
+    ASSERT_TRUE(primer.start(file.request("b"), limits, {}, file["b"], 2));  // pending
+    const auto a = primer.take(file.request("a"), file["a"]);
     ASSERT_TRUE(a.has_value() && a->completed);
     primer.begin_step("/p.py", 3);
-    ASSERT_TRUE(primer.start(request("c"), limits, {}, file["c"], 3));  // pending behind b
-    EXPECT_FALSE(primer.take(request("d"), file["d"]));  // b was wrong: killed, c goes ahead
-    const auto c = primer.take(request("c"), file["c"]);
+    ASSERT_TRUE(primer.start(file.request("c"), limits, {}, file["c"], 3));  // pending behind b
+    EXPECT_FALSE(primer.take(file.request("d"), file["d"]));  // b was wrong: killed, c goes ahead
+    const auto c = primer.take(file.request("c"), file["c"]);
     ASSERT_TRUE(c.has_value());
     EXPECT_TRUE(c->completed) << c->failure;
-    EXPECT_FALSE(primer.take(request("b"), file["b"]));
+    EXPECT_FALSE(primer.take(file.request("b"), file["b"]));
     // Guessed with nothing ahead: the evaluation of the step it was guessed in comes first.
-    ASSERT_TRUE(primer.start(request("a"), limits, {}, file["a"], 3));
-    EXPECT_FALSE(primer.take(request("d"), file["d"]));
-    const auto again = primer.take(request("a"), file["a"]);
+    ASSERT_TRUE(primer.start(file.request("a"), limits, {}, file["a"], 3));
+    EXPECT_FALSE(primer.take(file.request("d"), file["d"]));
+    const auto again = primer.take(file.request("a"), file["a"]);
     ASSERT_TRUE(again.has_value());
     EXPECT_TRUE(again->completed) << again->failure;
   }
@@ -406,33 +418,25 @@ TEST(WorkerTest, AGuessWaitsForTheOneAheadToBeTakenOrFoundWrong) {
 // the next step judging another text shows it wrong. Another problem's steps leave it.
 TEST(WorkerTest, AGuessOutlivesTheFixesOfTheStepItWasGuessedIn) {
   testing::TempDir scratch;
-  testing::TempDir files;
-  std::map<std::string, fs::path> file;
-  for (const std::string name : {"guess", "first", "fix", "other"}) {
-    file[name] = files.path() / (name + ".py");
-    std::ofstream(file[name]) << "text " << name;
-  }
-  const auto request = [&](const std::string& name) {
-    return json{{"op", "hold"}, {"problem", "/p.py"}, {"candidate", file[name].string()}};
-  };
+  GuessFiles file({"guess", "first", "fix", "other"});
   {
     WorkerPool pool(fake_config(scratch.path()), 1);
     Primer primer(pool);
     const CallLimits limits = CallLimits::fixed(seconds(30));
     primer.begin_step("/p.py", 4);
-    ASSERT_TRUE(primer.start(request("guess"), limits, {}, file["guess"], 4));
-    EXPECT_FALSE(primer.take(request("first"), file["first"]));
-    EXPECT_FALSE(primer.take(request("fix"), file["fix"]));
+    ASSERT_TRUE(primer.start(file.request("guess"), limits, {}, file["guess"], 4));
+    EXPECT_FALSE(primer.take(file.request("first"), file["first"]));
+    EXPECT_FALSE(primer.take(file.request("fix"), file["fix"]));
     primer.begin_step("/another.py", 9);
     primer.begin_step("/p.py", 5);
-    const auto taken = primer.take(request("guess"), file["guess"]);
+    const auto taken = primer.take(file.request("guess"), file["guess"]);
     ASSERT_TRUE(taken.has_value());
     EXPECT_TRUE(taken->completed) << taken->failure;
 
-    ASSERT_TRUE(primer.start(request("guess"), limits, {}, file["guess"], 5));
+    ASSERT_TRUE(primer.start(file.request("guess"), limits, {}, file["guess"], 5));
     primer.begin_step("/p.py", 6);
-    EXPECT_FALSE(primer.take(request("other"), file["other"]));  // wrong: killed
-    EXPECT_FALSE(primer.take(request("guess"), file["guess"]));
+    EXPECT_FALSE(primer.take(file.request("other"), file["other"]));  // wrong: killed
+    EXPECT_FALSE(primer.take(file.request("guess"), file["guess"]));
   }
   EXPECT_TRUE(no_children_left());
 }
