@@ -39,8 +39,7 @@ def evaluate(s: Session) -> None:
             if v.error_kind in ("shape", "dtype", "cheat"):
                 break
         mutation_flags(s, v)
-    if s.device.type == "cuda":
-        torch.cuda.empty_cache()  # before timing's allocations: see stale._release
+    memory.release_cached_blocks(s.device)  # before timing's allocations
     if v.error_kind not in ("shape", "dtype"):
         _after_trials(s, v)
     _finish(s, v)

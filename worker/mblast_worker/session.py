@@ -16,6 +16,7 @@ from .facts import ProblemFacts, ProblemSide, load_references, prepare
 from .guards import NamespaceSnapshot, PrecisionGuard, precision_settings
 from .loader import (Candidate, Problem, call_input_fn, construct, copy_matching_state, describe, load_candidate,
                      load_problem)
+from .memory import release_cached_blocks
 from .outputs import kind_error, output_list
 from .phases import Phases
 from .poison import Poisoner, PoisonMode
@@ -269,7 +270,7 @@ def _poison_block_bytes(facts: ProblemFacts) -> int:
 def _release_device_memory(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-        torch.cuda.empty_cache()
+    release_cached_blocks(device)
 
 
 def _device_context(device: torch.device) -> Optional[ContextManager[Any]]:

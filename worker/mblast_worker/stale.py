@@ -17,6 +17,7 @@ from typing import Any, List, Optional
 import torch
 
 from .compare import Tol
+from .memory import release_cached_blocks
 from .poison import PoisonMode
 from .session import Session
 from .tensors import chunks, clone_all, flat_tensors, map_tensors, same_values
@@ -48,13 +49,6 @@ def _permuted(values: List[Any], shift_seed: int) -> List[Any]:
 
 def _differs(a: List[Any], b: List[Any]) -> bool:
     return any(not same_values(x, y) for x, y in zip(flat_tensors(a), flat_tensors(b)))
-
-
-def _release(s: Session) -> None:
-    """Free cached device blocks before the next large allocation (fragmentation would otherwise
-    raise the judge's footprint above what it holds)."""
-    if s.device.type == "cuda":
-        torch.cuda.empty_cache()
 
 
 def _copy_into(buffers: List[Any], values: List[Any]) -> bool:
@@ -94,7 +88,7 @@ def run_staleness_checks(s: Session, tol: Tol, rel_l2_limit: float, buffers: Opt
     failures: List[str] = []
 
     def check(inputs: List[Any], seed: int, what: str) -> None:
-        _release(s)
+        release_cached_blocks(s.device)
         raw = s.call_candidate(inputs, seed, PoisonMode.NAN)
         eager = s.call_eager(clone_all(inputs) if s.facts.ref_mutated_inputs else inputs, seed)
         if not matches(raw, eager, tol, s.req.atol, rel_l2_limit):
