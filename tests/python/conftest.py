@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
+import torch
 
 from protocol_schema import response_errors
 
@@ -25,6 +26,12 @@ if str(WORKER_DIR) not in sys.path:
 # mblast_cuda builds through the mblast binary: the one scripts/test.sh built (BUILD_DIR).
 _BUILT = Path(os.environ.get("BUILD_DIR", "build"))
 os.environ.setdefault("MBLAST_BINARY", str((_BUILT if _BUILT.is_absolute() else ROOT / _BUILT) / "mblast"))
+
+# The most float64 buffers of a chunk's size a comparison may hold at once, per (reference dtype,
+# verdict only) against a float32 output (compare.DiffAccumulator): the CPU test counts them
+# through the dispatcher, the CUDA one through the device's allocator.
+COMPARISON_BUFFERS = [(torch.float64, False, 5), (torch.float32, False, 6), (torch.float64, True, 4),
+                      (torch.float32, True, 5)]
 
 # Small and quick: the CPU problems are tiny, so a handful of runs is enough to exercise timing.
 FAST_TIMING: Dict[str, Any] = {"runs": 4, "warmup": 1, "input_sets": 2, "l2_flush": False}

@@ -26,6 +26,7 @@ from mblast_worker.tensors import (CHUNK_ELEMENTS, CHUNKS_PER_TENSOR, MAX_CHUNK_
                                   detached, digest, drop_state_history, is_dense, same_values)
 from mblast_worker.timing import hides_device_work, summarize
 from mblast_worker.traffic import count_moved_bytes
+from conftest import COMPARISON_BUFFERS
 from live_bytes import LiveBytes
 
 BASE = Tol(1e-4, 1e-4)
@@ -206,8 +207,7 @@ def test_a_comparison_digests_the_output_as_tensors_digest_does() -> None:
     assert list(_fed_in_pieces(c, r, 1000).digest) == pytest.approx(expected, rel=1e-12)
 
 
-@pytest.mark.parametrize("ref_dtype,verdict_only,buffers", [
-    (torch.float64, False, 5), (torch.float32, False, 6), (torch.float64, True, 4), (torch.float32, True, 5)])
+@pytest.mark.parametrize("ref_dtype,verdict_only,buffers", COMPARISON_BUFFERS)
 def test_a_comparison_holds_few_chunk_sized_temporaries(ref_dtype: torch.dtype, verdict_only: bool,
                                                        buffers: int) -> None:
     # The judge's memory budget leaves 1 GiB beside four outputs' worth in the staleness checks:

@@ -8,7 +8,7 @@ from typing import Any, Dict
 import pytest
 import torch
 
-from conftest import CUDA_CANDIDATES, PROBLEMS, brief, eval_request, evaluate, problem, worker_cmd, worker_env
+from conftest import COMPARISON_BUFFERS, CUDA_CANDIDATES, PROBLEMS, brief, eval_request, evaluate, problem, worker_cmd, worker_env
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -94,8 +94,7 @@ def test_serve_on_cuda(tmp_path: Path) -> None:
     assert resp["correct"] is True and resp["device_name"] == ready["device_name"]
 
 
-@pytest.mark.parametrize("ref_dtype,verdict_only,buffers", [
-    (torch.float64, False, 5), (torch.float32, False, 6), (torch.float64, True, 4), (torch.float32, True, 5)])
+@pytest.mark.parametrize("ref_dtype,verdict_only,buffers", COMPARISON_BUFFERS)
 def test_a_comparison_allocates_few_chunk_sized_buffers_on_the_gpu(ref_dtype: torch.dtype, verdict_only: bool,
                                                                   buffers: int) -> None:
     # What the judge's memory budget leaves beside the largest outputs (compare.DiffAccumulator),
