@@ -143,6 +143,34 @@ TEST(WorkloadsBackend, JudgesEveryWorkloadFileInOrderAndStopsAtTheFirstFailure) 
   EXPECT_FALSE(backend->export_for_harness("a", "b"));
 }
 
+// A backend that judges the workloads together gets every file at once, the problem judged
+// against itself too (the default then judges each against its own file).
+class TogetherBackend final : public RecordingBackend {
+ public:
+  std::optional<std::vector<EvalResult>> evaluate_workloads(const std::vector<fs::path>& problems,
+                                                            const Artifact& artifact,
+                                                            bool compile_baseline) override {
+    together.push_back(problems);
+    return Backend::evaluate_workloads(problems, artifact, compile_baseline);
+  }
+  std::vector<std::vector<fs::path>> together;
+};
+
+TEST(WorkloadsBackend, ACandidatesWorkloadsGoToTheBackendTogether) {
+  auto inner = std::make_unique<TogetherBackend>();
+  auto* backend_inner = inner.get();
+  auto backend = make_workloads_backend(std::move(inner), three_workloads());
+  EXPECT_TRUE(backend->judge("cand.py").correct);
+  ASSERT_EQ(backend_inner->together.size(), 1u);
+  EXPECT_EQ(backend_inner->together[0].size(), 3u);
+  EXPECT_EQ(backend_inner->together[0][1], fs::path("w-b") / "f.py");
+  backend_inner->judged.clear();
+  EXPECT_EQ(backend->judge(fs::path("w-a") / "f.py").extra["workloads"].size(), 3u);
+  EXPECT_EQ(backend_inner->together.size(), 2u);
+  ASSERT_EQ(backend_inner->judged.size(), 3u);
+  EXPECT_EQ(backend_inner->judged[2].second, fs::path("w-c") / "f.py");
+}
+
 TEST(WorkloadsBackend, ANativeBackendIsRefused) {
   const Error e = testing::error_of(
       [] { make_workloads_backend(std::make_unique<RecordingBackend>(true), three_workloads()); });
@@ -192,6 +220,10 @@ TEST_F(SolCli, ASolutionIsJudgedOnEveryWorkload) {
   EXPECT_EQ(json["workloads"][1]["tolerance"]["max_atol"], 0.02);
   EXPECT_EQ(json["tolerance"]["matched_ratio"], 0.99);
   EXPECT_GT(json["speedup"].get<double>(), 0);
+  // One worker judged them all, as SOL-ExecBench's harness does.
+  ASSERT_TRUE(json["workloads"][0]["worker_pid"].is_number()) << json["workloads"].dump();
+  for (const auto& w : json["workloads"])
+    EXPECT_EQ(w["worker_pid"], json["workloads"][0]["worker_pid"]);
 }
 
 TEST_F(SolCli, TheProblemJudgedAgainstItselfIsCorrectOnEveryWorkload) {
@@ -201,6 +233,8 @@ TEST_F(SolCli, TheProblemJudgedAgainstItselfIsCorrectOnEveryWorkload) {
   EXPECT_EQ(json["workloads"].size(), 3u);
   const auto flags = json["flags"].get<std::vector<std::string>>();
   EXPECT_NE(std::find(flags.begin(), flags.end(), "reference_as_candidate"), flags.end());
+  // Each workload against its own file, in one worker.
+  EXPECT_EQ(json["workloads"][0]["worker_pid"], json["workloads"][1]["worker_pid"]);
 }
 
 TEST_F(SolCli, AWrongSolutionFailsNamingTheWorkload) {

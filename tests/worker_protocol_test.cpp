@@ -139,6 +139,10 @@ TEST(WorkerProtocol, EveryRequestTheJudgeWritesConforms) {
   EXPECT_EQ(joined(mismatches(worker_ceilings_request("cuda:0"), "request")), "");
   request["hold"] = true;  // an evaluation ahead (primer.hpp)
   EXPECT_EQ(joined(mismatches(request, "request")), "") << request.dump(2);
+  options.workloads = {"/problems/w2.py", "/problems/w3.py"};  // a SOL-ExecBench problem's
+  request = worker_eval_request(options, "/c.py", "/cache", nullptr);
+  EXPECT_EQ(joined(mismatches(request, "request")), "") << request.dump(2);
+  EXPECT_EQ(request["workloads"], json({"/problems/w2.py", "/problems/w3.py"}));
 }
 
 TEST(WorkerProtocol, TheCheckerFindsWhatBreaksTheSchema) {
@@ -191,6 +195,46 @@ TEST(WorkerProtocol, AConformingResponseIsReadIntoTypedFields) {
   EXPECT_TRUE(result.tolerance->widened_by_eager);
   EXPECT_EQ(result.tolerance->policy, "eager-widened");
   EXPECT_EQ(result.outcome(), Outcome::correct);
+}
+
+TEST(WorkerProtocol, AResponseCarriesItsFurtherWorkloadsResponses) {
+  json response = conforming_response();
+  response["more_workloads"] = json::array({conforming_response(), conforming_response()});
+  EXPECT_EQ(joined(mismatches(response, "response")), "");
+  response["more_workloads"][1]["colour"] = "red";
+  EXPECT_NE(joined(mismatches(response, "response")).find("$.more_workloads[1]: colour"),
+            std::string::npos);
+}
+
+TEST(SplitWorkloads, TheFirstResultThenEachFurtherWorkloadsOwn) {
+  const json result = {
+      {"candidate", "/c.py"},
+      {"correct", true},
+      {"ref_ms", 1.0},
+      {"more_workloads",
+       {{{"correct", true}, {"ref_ms", 2.0}}, {{"correct", false}, {"error", "off"}}}}};
+  const auto results = split_workloads(result);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_FALSE(results[0].contains("more_workloads"));
+  EXPECT_EQ(results[0]["ref_ms"], 1.0);
+  EXPECT_EQ(results[1]["ref_ms"], 2.0);
+  EXPECT_EQ(results[2]["error"], "off");
+  EXPECT_EQ(split_workloads({{"correct", true}}).size(), 1u);
+}
+
+// A worker that crashed during its third workload had judged the first two correct.
+TEST(SplitWorkloads, AWorkerLostDuringAWorkloadPassedTheOnesBefore) {
+  const json crashed = {{"candidate", "/c.py"},
+                        {"correct", false},
+                        {"error", "worker crashed: killed by SIGSEGV (signal 11)"},
+                        {"error_kind", "crash"},
+                        {"workload_index", 2}};
+  const auto results = split_workloads(crashed);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_TRUE(results[0]["correct"].get<bool>());
+  EXPECT_TRUE(results[1]["correct"].get<bool>());
+  EXPECT_TRUE(results[1]["ref_ms"].is_null() || !results[1].contains("ref_ms"));
+  EXPECT_EQ(results[2]["error_kind"], "crash");
 }
 
 }  // namespace

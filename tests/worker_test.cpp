@@ -741,6 +741,24 @@ TEST(WorkerTest, TheCompileAllowanceAndTheRunsDeadlineEndARequest) {
   EXPECT_EQ(stopped.limit, "the run's --time-limit");
 }
 
+// A further workload of the request restarts the compile allowance (its shapes may compile again)
+// and brings its own eager time; a worker that dies there says which workload it was judging.
+TEST(WorkerTest, AFurtherWorkloadGetsItsOwnCompileAllowance) {
+  testing::TempDir scratch;
+  WorkerPool pool(fake_config(scratch.path()));
+  CallLimits limits;
+  limits.base = seconds(30);
+  limits.compile = seconds(1);
+  const WorkerOutcome outcome =
+      pool.call({{"op", "progress"}, {"eager_ms", 1.0}, {"next_workload_eager_ms", 2.5}}, limits);
+  EXPECT_FALSE(outcome.completed);
+  EXPECT_NE(outcome.failure.find("the compile allowance (1.0 s)"), std::string::npos)
+      << outcome.failure;
+  EXPECT_EQ(outcome.workload, 1);
+  ASSERT_TRUE(outcome.eager_ms.has_value());
+  EXPECT_DOUBLE_EQ(*outcome.eager_ms, 2.5);
+}
+
 TEST(WorkerTest, LeavesNoZombies) {
   testing::TempDir scratch;
   {

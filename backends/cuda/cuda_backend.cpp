@@ -74,6 +74,32 @@ class CudaBackend final : public Backend {
     return judged_on(problem, artifact, compile_baseline);
   }
 
+  // Each request judges the workloads from the first not judged yet to the end; a worker that
+  // answers for fewer (what it prepared filled its memory budget) leaves the rest to the next.
+  std::optional<std::vector<EvalResult>> evaluate_workloads(const std::vector<fs::path>& problems,
+                                                            const Artifact& artifact,
+                                                            bool compile_baseline) override {
+    if (!problems.empty() && problems.front() == options_.problem) {
+      // What a prebuild evaluates ahead: the request it is to be taken over by.
+      options_.workloads.assign(problems.begin() + 1, problems.end());
+    }
+    const bool against_itself = !problems.empty() && artifact.candidate == problems.front();
+    std::vector<EvalResult> results;
+    while (results.size() < problems.size() && (results.empty() || results.back().correct)) {
+      const auto first = problems.begin() + static_cast<std::ptrdiff_t>(results.size());
+      const std::vector<fs::path> rest(first + 1, problems.end());
+      Artifact judged_artifact = artifact;
+      if (against_itself) judged_artifact.candidate = *first;  // the worker: each its own file
+      const std::size_t before = results.size();
+      for (auto& judged :
+           split_workloads(judged_json(*first, judged_artifact, compile_baseline, rest)))
+        results.push_back(EvalResult::from_json(judged));
+      if (results.size() == before) break;  // cannot happen: every answer holds its first
+    }
+    remember_eager_peak(results);
+    return results;
+  }
+
   std::vector<EvalResult> judge_all(const std::vector<fs::path>& candidates) override {
     std::optional<std::vector<nlohmann::json>> results;
     if (via_server()) {
@@ -172,8 +198,14 @@ class CudaBackend final : public Backend {
 
  private:
   EvalResult judged_on(const fs::path& problem, const Artifact& artifact, bool compile_baseline) {
+    return remembered(EvalResult::from_json(judged_json(problem, artifact, compile_baseline, {})));
+  }
+
+  nlohmann::json judged_json(const fs::path& problem, const Artifact& artifact,
+                             bool compile_baseline, const std::vector<fs::path>& workloads) {
     EvalOptions options = options_;
     options.problem = problem;
+    options.workloads = workloads;
     options.candidate = artifact.candidate;
     options.compile_baseline = compile_baseline;
     options.keep_compile_cache = trusted_.count(candidate_text_key(artifact.candidate)) > 0;
@@ -182,22 +214,27 @@ class CudaBackend final : public Backend {
     // failed build needs no worker at all.
     if (!artifact.error && via_server()) {
       if (auto results = evaluate_via_server(options, {artifact.candidate}, python_)) {
-        return remembered(EvalResult::from_json(results->front()));
+        return results->front();
       }
     }
     // The loop's evaluations keep a worker started ahead for the next one.
-    return remembered(
-        EvalResult::from_json(evaluate_artifact(options, artifact, workers(), primer_.get())));
+    return evaluate_artifact(options, artifact, workers(), primer_.get());
   }
 
-  // Eager's peak GPU memory, as the judge last reported it: a prebuild runs beside the judged
-  // candidate, so only small problems get one.
-  EvalResult remembered(EvalResult result) {
-    const auto memory = result.extra.find("memory");
-    if (memory != result.extra.end() && memory->is_object()) {
+  // Eager's peak GPU memory, as the judge last reported it (the largest of the workloads judged
+  // together): a prebuild runs beside the judged candidate, so only small problems get one.
+  void remember_eager_peak(const std::vector<EvalResult>& results) {
+    std::optional<double> most;
+    for (const auto& result : results) {
+      const auto memory = result.extra.find("memory");
+      if (memory == result.extra.end() || !memory->is_object()) continue;
       const auto peak = memory->value("eager_peak_bytes", nlohmann::json());
-      if (peak.is_number()) eager_peak_bytes_ = peak.get<double>();
+      if (peak.is_number()) most = std::max(most.value_or(0.0), peak.get<double>());
     }
+    if (most) eager_peak_bytes_ = most;
+  }
+  EvalResult remembered(EvalResult result) {
+    remember_eager_peak({result});
     return result;
   }
 

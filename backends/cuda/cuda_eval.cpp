@@ -212,9 +212,12 @@ nlohmann::json worker_eval_request(const EvalOptions& options, const fs::path& c
     seeds.push_back(options.seed + static_cast<std::uint64_t>(i));
   nlohmann::json baselines = {"eager"};
   if (options.compile_baseline) baselines.push_back("compile");
+  nlohmann::json workloads = nlohmann::json::array();
+  for (const auto& w : options.workloads) workloads.push_back(fs::absolute(w).string());
   return {
       {"op", "eval"},
       {"problem", fs::absolute(options.problem).string()},
+      {"workloads", workloads},
       {"candidate", fs::absolute(candidate).string()},
       {"device", options.device},
       {"seeds", seeds},
@@ -315,6 +318,26 @@ void add_speed_of_light_to_signatures(nlohmann::json& result, const nlohmann::js
   }
 }
 
+void refuse_task_error(const nlohmann::json& response) {
+  if (response.value("error_kind", nlohmann::json()) == "task") {
+    throw input_error(response.value("error", std::string("the problem file is unusable")),
+                      "fix the problem file; it must define Model, get_inputs() and "
+                      "get_init_inputs() as KernelBench problems do");
+  }
+}
+
+// The worker's response (one problem's) into the candidate's result.
+void fold_response(nlohmann::json& result, const nlohmann::json& response,
+                   const nlohmann::json& ceilings) {
+  for (const auto& [key, value] : response.items()) {
+    if (key != "ok" && key != "traceback" && key != "more_workloads") result[key] = value;
+  }
+  add_speed_of_light_to_signatures(result, ceilings);
+  if (!response.value("traceback", nlohmann::json()).is_null() && !result["error"].is_null()) {
+    result["traceback"] = response["traceback"];
+  }
+}
+
 // Sends one built candidate to a worker and folds the answer into its result.
 void judge(const EvalOptions& options, Pending& item, const fs::path& cache_dir,
            const nlohmann::json& ceilings, WorkerPool& workers, Primer* ahead) {
@@ -355,20 +378,27 @@ void judge(const EvalOptions& options, Pending& item, const fs::path& cache_dir,
     // Stopped by the run's time limit, not the candidate's own: not a verdict on the candidate.
     if (options.until && outcome.limit == "the run's --time-limit")
       result["stopped_by_time_limit"] = true;
+    if (!options.workloads.empty()) result["workload_index"] = outcome.workload;
     return;
   }
   const auto& response = outcome.response;
-  if (response.value("error_kind", nlohmann::json()) == "task") {
-    throw input_error(response.value("error", std::string("the problem file is unusable")),
-                      "fix the problem file; it must define Model, get_inputs() and "
-                      "get_init_inputs() as KernelBench problems do");
-  }
-  for (const auto& [key, value] : response.items()) {
-    if (key != "ok" && key != "traceback") result[key] = value;
-  }
-  add_speed_of_light_to_signatures(result, ceilings);
-  if (!response.value("traceback", nlohmann::json()).is_null() && !result["error"].is_null()) {
-    result["traceback"] = response["traceback"];
+  const auto more = response.value("more_workloads", nlohmann::json());
+  refuse_task_error(response);
+  if (more.is_array()) std::for_each(more.begin(), more.end(), refuse_task_error);
+  // The request's own fields, before the response's: each further workload's result starts from
+  // them, its build and worker counted once, in the first.
+  nlohmann::json further = result;
+  further["build_seconds"] = further["eval_seconds"] = further["worker_wait_seconds"] = 0.0;
+  further["wall_seconds"] = 0.0;
+  fold_response(result, response, ceilings);
+  if (more.is_array()) {
+    result["more_workloads"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < more.size() && i < options.workloads.size(); ++i) {
+      nlohmann::json judged = further;
+      judged["problem"] = fs::absolute(options.workloads[i]).string();
+      fold_response(judged, more[i], ceilings);
+      result["more_workloads"].push_back(std::move(judged));
+    }
   }
   log_phases(item.candidate, result);
 }
@@ -457,6 +487,29 @@ bool evaluate_ahead(const EvalOptions& options, WorkerPool& workers, Primer& ahe
                                       options.keep_compile_cache};
   return ahead.start(worker_eval_request(options, options.candidate, cache_dir, ceilings),
                      call_limits(options), compile_cache, options.candidate, step);
+}
+
+std::vector<nlohmann::json> split_workloads(nlohmann::json result) {
+  std::vector<nlohmann::json> results;
+  const int failed_at = result.value("workload_index", 0);
+  for (int i = 0; i < failed_at; ++i) {
+    nlohmann::json passed = {{"candidate", result.value("candidate", "")},
+                             {"backend", result.value("backend", "")},
+                             {"device", result.value("device", "")},
+                             {"correct", true},
+                             {"flags", nlohmann::json::array()},
+                             {"error", nullptr},
+                             {"error_kind", nullptr}};
+    passed["notes"] = {
+        "correct, judged in the worker that then failed on a later workload; its "
+        "figures were lost with that worker"};
+    results.push_back(std::move(passed));
+  }
+  nlohmann::json more = result.value("more_workloads", nlohmann::json::array());
+  result.erase("more_workloads");
+  results.push_back(std::move(result));
+  for (auto& judged : more) results.push_back(std::move(judged));
+  return results;
 }
 
 WorkerConfig eval_worker_config(const EvalOptions& options, const fs::path& python) {

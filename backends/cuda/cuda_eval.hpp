@@ -28,6 +28,12 @@ CallLimits call_limits(const EvalOptions& options);
 // options.cache_dir, else default_cache_dir(), absolute.
 std::filesystem::path resolved_cache_dir(const EvalOptions& options);
 
+// One result per workload of a request with workloads (EvalOptions::workloads): the first is
+// `result` without "more_workloads", then its "more_workloads". A worker that ended without an
+// answer during workload i ("workload_index") judged the ones before it correct: they come first,
+// correct and without figures (lost with the worker), then its failure.
+std::vector<nlohmann::json> split_workloads(nlohmann::json result);
+
 // "cuda" or "cuda:N" (not "cpu").
 bool is_cuda_device(const std::string& device);
 

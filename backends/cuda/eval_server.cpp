@@ -416,6 +416,8 @@ json eval_options_to_json(const EvalOptions& o) {
   judge.cache_dir = fs::absolute(o.cache_dir);
   json j = judge_options_to_json(judge);
   j["problem"] = fs::absolute(o.problem).string();
+  j["workloads"] = json::array();
+  for (const auto& w : o.workloads) j["workloads"].push_back(fs::absolute(w).string());
   j["timing"] = o.timing;
   j["compile_baseline"] = o.compile_baseline;
   j["profile"] = o.profile;
@@ -436,6 +438,8 @@ EvalOptions eval_options_from_json(const json& j) {
   EvalOptions o;
   read_judge_options(j, o);
   o.problem = j.at("problem").get<std::string>();
+  for (const auto& w : j.value("workloads", json::array()))
+    o.workloads.emplace_back(w.get<std::string>());
   o.timing = j.value("timing", o.timing);
   o.compile_baseline = j.value("compile_baseline", o.compile_baseline);
   o.profile = j.value("profile", o.profile);

@@ -473,7 +473,10 @@ class PhaseClock {
 
   void progress(const json& line, WorkerOutcome& outcome) {
     const std::string event = line.value("progress", "");
-    if (event == "prepared") {
+    if (event == "prepared" || event == "workload") {
+      // "workload": a further workload of the request begins; the candidate may compile again
+      // for its shapes.
+      if (event == "workload") outcome.workload = line.value("index", outcome.workload);
       if (line.contains("eager_ms") && line["eager_ms"].is_number()) {
         outcome.eager_ms = line["eager_ms"].get<double>();
       }

@@ -82,7 +82,10 @@ struct WorkerOutcome {
   nlohmann::json ready;            // the worker's ready line
   std::string limit;               // on a timeout: which limit it was, in words
   std::optional<double> eager_ms;  // as the worker reported it when prepared
-  std::string sandbox;             // "bwrap", "unshare" or "none"
+  // The request's workload being judged when it ended, from the "workload" progress: 0 for the
+  // problem, i for its i-th further workload (a request with "workloads").
+  int workload = 0;
+  std::string sandbox;                          // "bwrap", "unshare" or "none"
   std::uintmax_t compile_cache_in_bytes = 0;    // copied into the worker's caches before
   std::uintmax_t compile_cache_kept_bytes = 0;  // copied back to the shared folder after
 };

@@ -92,6 +92,15 @@ class Backend {
                                                 bool /*compile_baseline*/) {
     return std::nullopt;
   }
+  // A SOL-ExecBench problem's workloads: the artifact judged on each problem file in order (the
+  // first is the backend's own problem), stopping at the first it fails; the results of those
+  // judged. An artifact of the first problem file itself is each problem against its own file.
+  // nullopt where evaluate_on is (native backends). The default calls evaluate_on for each; the
+  // CUDA backend judges them in one worker per evaluation, as SOL-ExecBench's harness does, since
+  // a worker's start costs more than judging a small workload.
+  virtual std::optional<std::vector<EvalResult>> evaluate_workloads(
+      const std::vector<std::filesystem::path>& problems, const Artifact& artifact,
+      bool compile_baseline);
   EvalResult judge(const std::filesystem::path& candidate, bool compile_baseline = false) {
     return evaluate(build(candidate), compile_baseline);
   }

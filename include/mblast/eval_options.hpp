@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "mblast/judge_options.hpp"
 
@@ -15,6 +16,9 @@ namespace mblast {
 // One `mblast eval` (or one candidate of the loop): the judge's options and the candidate.
 struct EvalOptions : JudgeOptions {
   std::filesystem::path problem;
+  // More problem files of the same Model the candidate is judged on after `problem`, in the same
+  // worker, in order, stopping at the first it fails (a SOL-ExecBench problem's workloads).
+  std::vector<std::filesystem::path> workloads;
   std::filesystem::path candidate;
   bool timing = true;
   bool compile_baseline = false;  // also time torch.compile of the reference

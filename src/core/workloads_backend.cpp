@@ -56,6 +56,13 @@ std::optional<std::vector<double>> every_extra(const std::vector<EvalResult>& re
   return every(results, [key](const EvalResult& r) { return extra_number(r, key); });
 }
 
+// The worker that judged it (workloads judged together share one); null where none did.
+nlohmann::json worker_pid(const EvalResult& r) {
+  const auto worker = r.extra.find("worker");
+  if (worker == r.extra.end() || !worker->is_object()) return nullptr;
+  return worker->value("pid", nlohmann::json());
+}
+
 nlohmann::json workload_entry(const SolWorkload& workload, const EvalResult& r) {
   return {{"uuid", workload.uuid},
           {"axes", workload.axes},
@@ -68,7 +75,8 @@ nlohmann::json workload_entry(const SolWorkload& workload, const EvalResult& r) 
           {"compile_ms", optional_json(r.compile_ms)},
           {"sol_ms", optional_json(extra_number(r, "sol_ms"))},
           {"sol_score", optional_json(extra_number(r, "sol_score"))},
-          {"tolerance", workload.tolerance}};
+          {"tolerance", workload.tolerance},
+          {"worker_pid", worker_pid(r)}};
 }
 
 void set_or_erase(nlohmann::json& object, const char* key, std::optional<double> value) {
@@ -148,17 +156,11 @@ class WorkloadsBackend final : public Backend {
   Artifact build(const fs::path& candidate) override { return inner_->build(candidate); }
 
   EvalResult evaluate(const Artifact& artifact, bool compile_baseline) override {
-    std::vector<EvalResult> results;
-    for (const auto& workload : problem_.workloads) {
-      // The problem judged against itself is each workload's own file.
-      Artifact judged = artifact;
-      if (artifact.candidate == problem_.workloads.front().file) judged.candidate = workload.file;
-      auto result = inner_->evaluate_on(workload.file, judged, compile_baseline);
-      if (!result) throw input_error("the backend cannot judge a workload's problem file");
-      results.push_back(std::move(*result));
-      if (!results.back().correct) break;
-    }
-    return combine_workloads(problem_, results);
+    std::vector<fs::path> files;
+    for (const auto& workload : problem_.workloads) files.push_back(workload.file);
+    auto judged = inner_->evaluate_workloads(files, artifact, compile_baseline);
+    if (!judged) throw input_error("the backend cannot judge a workload's problem file");
+    return combine_workloads(problem_, *judged);
   }
 
   std::string assemble(const std::vector<std::pair<std::string, std::string>>& files) override {

@@ -1,7 +1,8 @@
 #pragma once
 // A SOL-ExecBench problem judged as one task with many shapes: a candidate is built once and
-// judged on every workload's problem file by the inner backend, in order, stopping at the first
-// workload it fails; the result is the workloads' combination (combine_workloads).
+// judged on every workload's problem file by the inner backend (Backend::evaluate_workloads: the
+// CUDA backend's one worker judges them all), in order, stopping at the first workload it fails;
+// the result is the workloads' combination (combine_workloads).
 #include <memory>
 #include <vector>
 

@@ -53,6 +53,22 @@ void check_target_options(const BackendRows& rows, const BackendTraits& traits,
   }
 }
 
+std::optional<std::vector<EvalResult>> Backend::evaluate_workloads(
+    const std::vector<std::filesystem::path>& problems, const Artifact& artifact,
+    bool compile_baseline) {
+  const bool against_itself = !problems.empty() && artifact.candidate == problems.front();
+  std::vector<EvalResult> results;
+  for (const auto& problem : problems) {
+    Artifact judged = artifact;
+    if (against_itself) judged.candidate = problem;
+    auto result = evaluate_on(problem, judged, compile_baseline);
+    if (!result) return std::nullopt;
+    results.push_back(std::move(*result));
+    if (!results.back().correct) break;
+  }
+  return results;
+}
+
 std::vector<EvalResult> Backend::judge_all(const std::vector<std::filesystem::path>& candidates) {
   std::vector<EvalResult> results;
   for (const auto& candidate : candidates) results.push_back(judge(candidate));

@@ -30,7 +30,10 @@ from .verdict import Verdict
 INFORMATIONAL_FLAGS = frozenset({"calls_reference_op", "reference_as_candidate"})
 
 
-def evaluate(s: Session) -> None:
+def evaluate(s: Session, record_ops: bool = True) -> None:
+    """Judges the session's candidate into s.resp. Without record_ops, the candidate's ops are not
+    recorded: more calls of the same candidate follow in this process (another workload), and none
+    may come after a recording (_after_trials)."""
     req = s.req
     v = Verdict(base=_base_tolerance(s), policy=req.tolerance_policy)
     with s.phases.phase("trials"):
@@ -41,7 +44,7 @@ def evaluate(s: Session) -> None:
         mutation_flags(s, v)
     memory.release_cached_blocks(s.device)  # before timing's allocations
     if v.error_kind not in ("shape", "dtype"):
-        _after_trials(s, v)
+        _after_trials(s, v, record_ops)
     _finish(s, v)
 
 
@@ -59,7 +62,7 @@ def _can_still_pass(s: Session, v: Verdict) -> bool:
     return not v.failed and not any(f not in INFORMATIONAL_FLAGS for f in s.resp.flags)
 
 
-def _after_trials(s: Session, v: Verdict) -> None:
+def _after_trials(s: Session, v: Verdict, record_ops: bool) -> None:
     facts = s.facts
     s.resp.flops, s.resp.min_bytes, s.resp.input_bytes = facts.flops, facts.min_bytes, facts.input_bytes
     s.resp.moved_bytes = facts.moved_bytes
@@ -79,8 +82,9 @@ def _after_trials(s: Session, v: Verdict) -> None:
     # Last of all: one call under a TorchDispatchMode leaves a torch.compile'd module running its
     # eager code for the rest of the process (PyTorch 2.11, no recompile counted), so no call that
     # is timed or profiled may come after it.
-    with s.phases.phase("op_recording"):
-        _record_candidate_ops(s, s.make_inputs(s.req.seeds[0]))
+    if record_ops:
+        with s.phases.phase("op_recording"):
+            _record_candidate_ops(s, s.make_inputs(s.req.seeds[0]))
     _speed_of_light_flag(s)
     s.resp.sol_score = sol_score(s.resp.cand_ms, s.resp.ref_ms, s.resp.sol_ms)
     s.resp.sol_score_vs_compile = sol_score(s.resp.cand_ms, s.resp.compile_ms, s.resp.sol_ms)

@@ -28,6 +28,16 @@ def reset_peak(device: torch.device) -> None:
     torch.cuda.reset_peak_memory_stats(device)
 
 
+def restart(device: torch.device) -> None:
+    """The judge's peak counts from now: the next problem of a request that judges several
+    (workloads.py), whose report must not carry the ones before."""
+    if device.type != "cuda":
+        return
+    torch.cuda.reset_peak_memory_stats(device)
+    allocated = int(torch.cuda.memory_allocated(device))
+    _peaks.update(reserved=int(torch.cuda.memory_reserved(device)), allocated=allocated, window=allocated)
+
+
 def take_window(device: torch.device) -> int:
     """The allocated peak since the previous take_window (or the start), whatever reset PyTorch's
     statistics in between; a new window starts at what is allocated now (phases.py)."""

@@ -18,6 +18,7 @@ from .request import Request, parse_request
 from .response import OutputSpec, Response
 from .session import Session, seed_everything
 from .tensors import clone_all, dtype_name, to_device
+from .workloads import evaluate_workloads
 
 
 def handle(raw: Any, default_device: str) -> Dict[str, Any]:
@@ -38,9 +39,9 @@ def handle(raw: Any, default_device: str) -> Dict[str, Any]:
             resp.ok = True
             _dispatch(req, resp, device)
     except WorkerTimeout:
-        _verdict(resp, "timeout", f"request exceeded timeout_s={req.timeout_s}", traceback.format_exc())
+        resp.set_verdict("timeout", timeout_message(req), traceback.format_exc())
     except WorkerError as exc:
-        _verdict(resp, exc.kind, exc.message, exc.traceback_text or traceback.format_exc())
+        resp.set_verdict(exc.kind, exc.message, exc.traceback_text or traceback.format_exc())
     except Exception as exc:  # noqa: BLE001 - a worker bug still gets a well-formed answer
         resp.ok = False
         resp.error = f"worker failure: {type(exc).__name__}: {exc}"
@@ -48,11 +49,8 @@ def handle(raw: Any, default_device: str) -> Dict[str, Any]:
     return resp.to_dict()
 
 
-def _verdict(resp: Response, kind: str, message: str, tb: Optional[str]) -> None:
-    # correct stays as the op left it: False for eval (set before anything runs), null otherwise.
-    resp.error_kind = kind
-    resp.error = message
-    resp.traceback = tb
+def timeout_message(req: Request) -> str:
+    return f"request exceeded timeout_s={req.timeout_s}"
 
 
 def _dispatch(req: Request, resp: Response, device: torch.device) -> None:
@@ -65,7 +63,10 @@ def _dispatch(req: Request, resp: Response, device: torch.device) -> None:
         _check_task(req, resp, device)
     else:
         resp.correct = False
-        phases = Phases(peak_reader=(lambda: memory.take_window(device)) if device.type == "cuda" else None)
+        if req.workloads:
+            evaluate_workloads(req, resp, device, lambda: _new_phases(device), timeout_message(req))
+            return
+        phases = _new_phases(device)
         try:
             with phases.phase("load"):
                 session = Session.open(req, resp, device, phases)
@@ -73,6 +74,10 @@ def _dispatch(req: Request, resp: Response, device: torch.device) -> None:
         finally:
             resp.phase_seconds = phases.seconds()
             resp.phase_peak_bytes = phases.peak_bytes()
+
+
+def _new_phases(device: torch.device) -> Phases:
+    return Phases(peak_reader=(lambda: memory.take_window(device)) if device.type == "cuda" else None)
 
 
 def _check_task(req: Request, resp: Response, device: torch.device) -> None:

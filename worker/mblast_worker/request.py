@@ -63,6 +63,10 @@ class Request:
     # eval: after the candidate's first call, report "held" and wait for the driver's "go" line
     # (progress.hold): the driver's prebuild compiles a candidate before it is chosen.
     hold: bool = False
+    # eval: more problems (absolute paths) the candidate is judged on after `problem`, in this
+    # process, in order, stopping at the first it fails (workloads.py): a SOL-ExecBench problem's
+    # other workloads.
+    workloads: List[str] = field(default_factory=list)
 
 
 def _typed(raw: Dict[str, Any], key: str, kinds: tuple, default: Any) -> Any:
@@ -119,6 +123,7 @@ def parse_request(raw: Any, default_device: str = "cpu") -> Request:
     req.problem = _abs_path(raw, "problem", required=op in ("eval", "check_task"))
     req.candidate = _abs_path(raw, "candidate", required=op == "eval")
     req.hold = _typed(raw, "hold", (bool,), False)
+    req.workloads = _workloads(raw, op)
     if req.hold and op != "eval":
         raise RequestError("request field 'hold' is for op 'eval' only")
     req.device = _typed(raw, "device", (str,), default_device)
@@ -157,6 +162,15 @@ def parse_request(raw: Any, default_device: str = "cpu") -> Request:
     timeout = _typed(raw, "timeout_s", (float, int), None)
     req.timeout_s = float(timeout) if timeout is not None else None
     return req
+
+
+def _workloads(raw: Dict[str, Any], op: str) -> List[str]:
+    workloads = _typed(raw, "workloads", (list,), [])
+    if workloads and op != "eval":
+        raise RequestError("request field 'workloads' is for op 'eval' only")
+    if not all(isinstance(w, str) and os.path.isabs(w) for w in workloads):
+        raise RequestError("request field 'workloads' must be a list of absolute paths")
+    return list(workloads)
 
 
 def _parse_profiler(raw: Dict[str, Any], req: Request) -> None:

@@ -106,6 +106,9 @@ class Response:
     peak_tflops_tf32: Optional[float] = None
     peak_tflops_bf16: Optional[float] = None  # CUDA: bfloat16 and float16 matmul on the tensor cores
     peak_tflops_fp16: Optional[float] = None
+    # eval with "workloads": the responses of the problems judged after the first (this one), in
+    # order; fewer than asked when one failed or the rest did not fit beside them (workloads.py)
+    more_workloads: Optional[List[Dict[str, Any]]] = None
 
     def add_flag(self, flag: str) -> None:
         if flag not in self.flags:
@@ -114,6 +117,13 @@ class Response:
     def add_note(self, note: str) -> None:
         if note not in self.notes:
             self.notes.append(note)
+
+    def set_verdict(self, kind: str, message: str, tb: Optional[str]) -> None:
+        """An exception with a verdict ended the evaluation; correct stays as the op left it (False
+        for eval, set before anything runs; null otherwise)."""
+        self.error_kind = kind
+        self.error = message
+        self.traceback = tb
 
     def to_dict(self) -> Dict[str, Any]:
         data = asdict(self)

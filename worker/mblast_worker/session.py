@@ -69,6 +69,77 @@ class Inputs:
 
 
 @dataclass
+class PreparedProblem:
+    """A problem's side of an evaluation: loaded, its facts and float64 references read from the
+    cache (or computed and stored) before any candidate code exists in the process."""
+
+    req: Request
+    resp: Response
+    device: torch.device
+    phases: Phases
+    problem: Problem
+    init_inputs: List[Any]
+    precision: PrecisionGuard
+    ref_model: torch.nn.Module
+    side: ProblemSide
+    facts: ProblemFacts
+    references: Dict[int, List[torch.Tensor]]
+    inputs: "Inputs"
+
+    @staticmethod
+    def open(req: Request, resp: Response, device: torch.device, phases: Phases,
+             cache: Optional[CacheDir]) -> "PreparedProblem":
+        assert req.problem is not None and req.candidate is not None
+        problem = load_problem(req.problem)
+        seed_everything(req.init_seed)
+        init_inputs = call_input_fn(problem, "get_init_inputs")
+        cand_setting, eager_setting = precision_settings(req.tolerance_policy == "strict", req.allow_tf32)
+        precision = PrecisionGuard(cand_setting, eager_setting)
+
+        def build_ref() -> torch.nn.Module:
+            return construct(problem.model_cls, copy.deepcopy(init_inputs), req.init_seed, device, problem.path, TaskError)
+
+        ref_model = build_ref()
+        inputs = Inputs(problem, device, phases)
+        side = _problem_side(req, device, problem, ref_model, build_ref, precision, inputs)
+        with phases.phase("prepare"):
+            facts = prepare(side, req.seeds, cache)
+            references = load_references(facts, req.seeds, cache)
+        inputs.origin = facts.input_origin
+        side.models.release()  # rebuilt only if a trial must compute a reference again
+        _release_device_memory(device)
+        return PreparedProblem(req=req, resp=resp, device=device, phases=phases, problem=problem,
+                               init_inputs=init_inputs, precision=precision, ref_model=ref_model, side=side,
+                               facts=facts, references=references, inputs=inputs)
+
+    def held_bytes(self) -> int:
+        """What it keeps while other problems are judged: its references and the reference model."""
+        tensors = [t for ts in self.references.values() for t in ts]
+        tensors += list(self.ref_model.parameters()) + list(self.ref_model.buffers())
+        return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def close_cache(cache: Optional[CacheDir], resp: Response) -> None:
+    """Before candidate code: it must never reach the cache."""
+    if cache is not None:
+        resp.notes.extend(cache.errors)
+        cache.close()
+
+
+def import_candidate(prepared: PreparedProblem, namespaces: NamespaceSnapshot) -> Candidate:
+    """The candidate's module, imported once; what its import changed is flagged on prepared's response."""
+    req, resp, precision = prepared.req, prepared.resp, prepared.precision
+    assert req.candidate is not None
+    precision.enter_candidate()
+    candidate = load_candidate(req.candidate)
+    if precision.changed_by_candidate() and not req.allow_tf32:
+        resp.add_flag("precision_drop")
+        resp.add_note("candidate changed TF32 / matmul precision settings at import")
+    _record_patches(resp, namespaces, "at import")
+    return candidate
+
+
+@dataclass
 class Session:
     req: Request
     resp: Response
@@ -95,58 +166,39 @@ class Session:
 
     @staticmethod
     def open(req: Request, resp: Response, device: torch.device, phases: Optional[Phases] = None) -> "Session":
-        assert req.problem is not None and req.candidate is not None
         phases = phases or Phases()
-        problem = load_problem(req.problem)
-        seed_everything(req.init_seed)
-        init_inputs = call_input_fn(problem, "get_init_inputs")
-        cand_setting, eager_setting = precision_settings(req.tolerance_policy == "strict", req.allow_tf32)
-        precision = PrecisionGuard(cand_setting, eager_setting)
-
-        def build_ref() -> torch.nn.Module:
-            return construct(problem.model_cls, copy.deepcopy(init_inputs), req.init_seed, device, problem.path, TaskError)
-
-        ref_model = build_ref()
-        inputs = Inputs(problem, device, phases)
-        side = _problem_side(req, device, problem, ref_model, build_ref, precision, inputs)
-        with phases.phase("prepare"):
-            cache = CacheDir.open(req.cache_dir)
-            try:
-                facts = prepare(side, req.seeds, cache)
-                references = load_references(facts, req.seeds, cache)
-            finally:
-                if cache is not None:
-                    resp.notes.extend(cache.errors)
-                    cache.close()  # before candidate code: it must never reach the cache
-        inputs.origin = facts.input_origin
-        side.models.release()  # rebuilt only if a trial must compute a reference again
-        _release_device_memory(device)
-        progress.report("prepared", eager_ms=facts.eager_ms)
-
+        cache = CacheDir.open(req.cache_dir)
+        try:
+            prepared = PreparedProblem.open(req, resp, device, phases, cache)
+        finally:
+            close_cache(cache, resp)
+        progress.report("prepared", eager_ms=prepared.facts.eager_ms)
         namespaces = NamespaceSnapshot.take()  # after the (trusted) problem, before the candidate
-        precision.enter_candidate()
-        candidate = load_candidate(req.candidate)
-        if precision.changed_by_candidate() and not req.allow_tf32:
-            resp.add_flag("precision_drop")
-            resp.add_note("candidate changed TF32 / matmul precision settings at import")
-        _record_patches(resp, namespaces, "at import")
-        cand_model = construct(candidate.model_cls, copy.deepcopy(init_inputs), req.init_seed, device,
+        candidate = import_candidate(prepared, namespaces)
+        return Session.attach(prepared, candidate, namespaces)
+
+    @staticmethod
+    def attach(prepared: "PreparedProblem", candidate: Candidate, namespaces: NamespaceSnapshot) -> "Session":
+        """The candidate's model for a prepared problem: the candidate module may already have been
+        judged on another problem (a SOL-ExecBench problem's workloads, judged in one process)."""
+        req, resp, device, facts = prepared.req, prepared.resp, prepared.device, prepared.facts
+        cand_model = construct(candidate.model_cls, copy.deepcopy(prepared.init_inputs), req.init_seed, device,
                                candidate.path, CandidateLoadError)
-        copy_matching_state(ref_model, cand_model)
+        copy_matching_state(prepared.ref_model, cand_model)
         if candidate.is_reference:
-            _check_reference_on_purpose(candidate.path, problem.source)
+            _check_reference_on_purpose(candidate.path, prepared.problem.source)
             resp.add_flag("reference_as_candidate")
         poisoner = Poisoner(device, fresh_bytes=_poison_block_bytes(facts),
                             budget_bytes=2 * facts.eager_peak_bytes + (1 << 30) if facts.eager_peak_bytes else None,
                             expected_nbytes=[_spec_bytes(o) for o in facts.outputs])
-        session = Session(
-            req=req, resp=resp, device=device, problem=problem, side=side, facts=facts, references=references,
-            candidate=candidate, init_inputs=init_inputs, ref_model=ref_model, cand_model=cand_model,
-            precision=precision, namespaces=namespaces, poisoner=poisoner, inputs=inputs,
-            cand_state=state_snapshot(cand_model), param_names={n for n, _ in cand_model.named_parameters()},
-            phases=phases, reference_computations=side.seeds_computed,
+        return Session(
+            req=req, resp=resp, device=device, problem=prepared.problem, side=prepared.side, facts=facts,
+            references=prepared.references, candidate=candidate, init_inputs=prepared.init_inputs,
+            ref_model=prepared.ref_model, cand_model=cand_model, precision=prepared.precision, namespaces=namespaces,
+            poisoner=poisoner, inputs=prepared.inputs, cand_state=state_snapshot(cand_model),
+            param_names={n for n, _ in cand_model.named_parameters()}, phases=prepared.phases,
+            reference_computations=prepared.side.seeds_computed,
         )
-        return session
 
     # ---- inputs ------------------------------------------------------------------------
 
