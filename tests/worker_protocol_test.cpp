@@ -145,6 +145,15 @@ TEST(WorkerProtocol, EveryRequestTheJudgeWritesConforms) {
   EXPECT_EQ(request["workloads"], json({"/problems/w2.py", "/problems/w3.py"}));
 }
 
+// --timeout bounds each problem's judging: a request with two more workloads gets it thrice.
+TEST(WorkerProtocol, ARequestWithWorkloadsGetsTheTimeoutOncePerProblem) {
+  EvalOptions options;
+  options.timeout = std::chrono::seconds(10);
+  EXPECT_EQ(call_limits(options).total, std::chrono::seconds(10));
+  options.workloads = {"/problems/w2.py", "/problems/w3.py"};
+  EXPECT_EQ(call_limits(options).total, std::chrono::seconds(30));
+}
+
 TEST(WorkerProtocol, TheCheckerFindsWhatBreaksTheSchema) {
   const json wrong = {{"op", "evaluate"}, {"seeds", json::array()}, {"colour", "red"}};
   const std::string found = joined(mismatches(wrong, "request"));

@@ -264,7 +264,8 @@ fs::path default_cache_dir() {
 
 CallLimits call_limits(const EvalOptions& options) {
   CallLimits limits;
-  limits.total = options.timeout;
+  // --timeout is each problem's: a request that judges more workloads gets it once per problem.
+  limits.total = options.timeout * static_cast<long>(1 + options.workloads.size());
   limits.compile = compile_allowance(options);
   limits.until = options.until;
   if (options.profile && options.profiler == "ncu") limits.base += kNcuAllowance;
