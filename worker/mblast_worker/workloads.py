@@ -3,8 +3,8 @@ as SOL-ExecBench's own harness judges a solution's workloads. A worker's start (
 context) takes longer than judging a small workload, and a problem of fourteen workloads spent most
 of each step waiting for workers.
 
-Every problem is prepared first, while the cache is open (candidate code must never reach it), as
-long as what the prepared ones hold stays within MOST_HELD_BYTES; then the candidate's module is
+Every problem is prepared first, while the cache is open (candidate code must never reach it),
+until what the prepared ones hold reaches MOST_HELD_BYTES; then the candidate's module is
 imported once and judged on each in turn, stopping at the first problem it fails. So its compiled
 code meets every workload's shapes in one process, as in SOL-ExecBench's harness and in a model
 that serves them (torch.compile goes dynamic from the second shape). A problem judged against
@@ -89,9 +89,9 @@ def _sibling(first: Response) -> Response:
 
 
 def _prepare(workloads: List[_Workload], device: torch.device, first: Response) -> List[PreparedProblem]:
-    """The first problems whose held bytes fit the budget (the first always). A later problem that
-    cannot be prepared ends the list, its error in its response (reached only when every problem
-    before it passes)."""
+    """The problems in order until what they hold reaches MOST_HELD_BYTES (the first always). A later
+    problem that cannot be prepared ends the list, its error in its response (reached only when
+    every problem before it passes)."""
     prepared: List[PreparedProblem] = []
     held = 0
     cache = CacheDir.open(workloads[0].req.cache_dir)
