@@ -90,11 +90,10 @@ class CudaBackend final : public Backend {
       const std::vector<fs::path> rest(first + 1, problems.end());
       Artifact judged_artifact = artifact;
       if (against_itself) judged_artifact.candidate = *first;  // the worker: each its own file
-      const std::size_t before = results.size();
+      // Each answer holds at least its first workload's result: the loop advances.
       for (auto& judged :
            split_workloads(judged_json(*first, judged_artifact, compile_baseline, rest)))
         results.push_back(EvalResult::from_json(judged));
-      if (results.size() == before) break;  // cannot happen: every answer holds its first
     }
     remember_eager_peak(results);
     return results;

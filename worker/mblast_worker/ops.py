@@ -38,19 +38,13 @@ def handle(raw: Any, default_device: str) -> Dict[str, Any]:
             resp.device_name = device_name(device)
             resp.ok = True
             _dispatch(req, resp, device)
-    except WorkerTimeout:
-        resp.set_verdict("timeout", timeout_message(req), traceback.format_exc())
-    except WorkerError as exc:
-        resp.set_verdict(exc.kind, exc.message, exc.traceback_text or traceback.format_exc())
+    except (WorkerTimeout, WorkerError) as exc:
+        resp.record_failure(exc, req.timeout_s)
     except Exception as exc:  # noqa: BLE001 - a worker bug still gets a well-formed answer
         resp.ok = False
         resp.error = f"worker failure: {type(exc).__name__}: {exc}"
         resp.traceback = traceback.format_exc()
     return resp.to_dict()
-
-
-def timeout_message(req: Request) -> str:
-    return f"request exceeded timeout_s={req.timeout_s}"
 
 
 def _dispatch(req: Request, resp: Response, device: torch.device) -> None:
@@ -64,7 +58,7 @@ def _dispatch(req: Request, resp: Response, device: torch.device) -> None:
     else:
         resp.correct = False
         if req.workloads:
-            evaluate_workloads(req, resp, device, lambda: _new_phases(device), timeout_message(req))
+            evaluate_workloads(req, resp, device, lambda: _new_phases(device))
             return
         phases = _new_phases(device)
         try:
@@ -72,8 +66,7 @@ def _dispatch(req: Request, resp: Response, device: torch.device) -> None:
                 session = Session.open(req, resp, device, phases)
             evaluate(session)
         finally:
-            resp.phase_seconds = phases.seconds()
-            resp.phase_peak_bytes = phases.peak_bytes()
+            resp.record_phases(phases)
 
 
 def _new_phases(device: torch.device) -> Phases:

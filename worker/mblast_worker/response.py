@@ -1,7 +1,11 @@
 """The response: every field is always present, null where it does not apply."""
 
+import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
+
+from .errors import WorkerError
+from .phases import Phases
 
 
 @dataclass
@@ -118,12 +122,20 @@ class Response:
         if note not in self.notes:
             self.notes.append(note)
 
-    def set_verdict(self, kind: str, message: str, tb: Optional[str]) -> None:
-        """An exception with a verdict ended the evaluation; correct stays as the op left it (False
-        for eval, set before anything runs; null otherwise)."""
-        self.error_kind = kind
-        self.error = message
-        self.traceback = tb
+    def record_failure(self, exc: BaseException, timeout_s: Optional[float]) -> None:
+        """A WorkerError or WorkerTimeout (the request's timeout_s) that ended the evaluation, as its
+        verdict; called while it is handled, for its traceback. correct stays as the op left it
+        (False for eval, set before anything runs; null otherwise)."""
+        if isinstance(exc, WorkerError):
+            self.error_kind, self.error = exc.kind, exc.message
+            self.traceback = exc.traceback_text or traceback.format_exc()
+        else:
+            self.error_kind, self.error = "timeout", f"request exceeded timeout_s={timeout_s}"
+            self.traceback = traceback.format_exc()
+
+    def record_phases(self, phases: Phases) -> None:
+        self.phase_seconds = phases.seconds()
+        self.phase_peak_bytes = phases.peak_bytes()
 
     def to_dict(self) -> Dict[str, Any]:
         data = asdict(self)

@@ -20,7 +20,6 @@ and judging, not the others'."""
 
 import dataclasses
 import gc
-import traceback
 from typing import Callable, List, Optional
 
 import torch
@@ -49,8 +48,7 @@ class _Workload:
     reached: bool = False  # judged, or failed in its preparation: its response is part of the answer
 
 
-def evaluate_workloads(req: Request, resp: Response, device: torch.device, new_phases: Callable[[], Phases],
-                       timeout_message: str) -> None:
+def evaluate_workloads(req: Request, resp: Response, device: torch.device, new_phases: Callable[[], Phases]) -> None:
     """Judges req.candidate on req.problem, then on each of req.workloads (see the module's
     docstring); resp is the first problem's response and gets the others' in more_workloads."""
     assert req.problem is not None
@@ -71,17 +69,12 @@ def evaluate_workloads(req: Request, resp: Response, device: torch.device, new_p
             with workloads[0].phases.phase("load"):
                 candidate = import_candidate(first, namespaces)
         del first
-        _judge_each(workloads, prepared, candidate, namespaces, device, timeout_message)
+        _judge_each(workloads, prepared, candidate, namespaces, device)
     finally:
         for workload in workloads:
             if workload.resp.phase_seconds is None:
-                _close_phases(workload)
+                workload.resp.record_phases(workload.phases)
         resp.more_workloads = [w.resp.to_dict() for w in workloads[1:] if w.reached]
-
-
-def _close_phases(workload: _Workload) -> None:
-    workload.resp.phase_seconds = workload.phases.seconds()
-    workload.resp.phase_peak_bytes = workload.phases.peak_bytes()
 
 
 def _sibling(first: Response) -> Response:
@@ -105,7 +98,7 @@ def _prepare(workloads: List[_Workload], device: torch.device, first: Response) 
             except WorkerError as exc:
                 if i == 0:
                     raise
-                workload.resp.set_verdict(exc.kind, exc.message, exc.traceback_text or traceback.format_exc())
+                workload.resp.record_failure(exc, workload.req.timeout_s)
                 break
             prepared.append(problem)
             held += problem.held_bytes()
@@ -115,8 +108,7 @@ def _prepare(workloads: List[_Workload], device: torch.device, first: Response) 
 
 
 def _judge_each(workloads: List[_Workload], prepared: List[Optional[PreparedProblem]],
-                candidate: Optional[Candidate], namespaces: NamespaceSnapshot, device: torch.device,
-                timeout_message: str) -> None:
+                candidate: Optional[Candidate], namespaces: NamespaceSnapshot, device: torch.device) -> None:
     for i in range(len(prepared)):
         problem = prepared[i]
         assert problem is not None
@@ -125,9 +117,8 @@ def _judge_each(workloads: List[_Workload], prepared: List[Optional[PreparedProb
             progress.report("workload", index=i, eager_ms=problem.facts.eager_ms)
         memory.restart(device)  # each workload's memory report covers its own judging
         workloads[i].phases.count_from_now()
-        passed = _judge(workloads[i], problem, candidate, namespaces, last=i == len(prepared) - 1, first=i == 0,
-                        timeout_message=timeout_message)
-        _close_phases(workloads[i])
+        passed = _judge(workloads[i], problem, candidate, namespaces, last=i == len(prepared) - 1, first=i == 0)
+        workloads[i].resp.record_phases(workloads[i].phases)
         if not passed:
             return
         prepared[i] = problem = None  # its references and reference model go before the next is judged
@@ -138,21 +129,17 @@ def _judge_each(workloads: List[_Workload], prepared: List[Optional[PreparedProb
 
 
 def _judge(workload: _Workload, problem: PreparedProblem, candidate: Optional[Candidate],
-           namespaces: NamespaceSnapshot, last: bool, first: bool, timeout_message: str) -> bool:
+           namespaces: NamespaceSnapshot, last: bool, first: bool) -> bool:
     """Whether the candidate passed. The first problem's exceptions are the request's (ops.handle);
     a later one's end only that problem's evaluation."""
     try:
         with workload.phases.phase("load"):
             session = Session.attach(problem, candidate or import_candidate(problem, namespaces), namespaces)
         evaluate(session, record_ops=last)
-    except WorkerTimeout:
+    except (WorkerTimeout, WorkerError) as exc:
         if first:
             raise
-        workload.resp.set_verdict("timeout", timeout_message, traceback.format_exc())
-    except WorkerError as exc:
-        if first:
-            raise
-        workload.resp.set_verdict(exc.kind, exc.message, exc.traceback_text or traceback.format_exc())
+        workload.resp.record_failure(exc, workload.req.timeout_s)
     return bool(workload.resp.correct)
 
 
