@@ -210,7 +210,8 @@ TEST_F(EvalCli, UnusableProblemExitsTwoNamingTheFileAndCause) {
 }
 
 // The device's ceilings are measured once and cached; an entry measured another way (medians,
-// before "method" was recorded) is measured again, one measured this way is read.
+// before "method" was recorded, or by another ceilings.py) is measured again, one measured this
+// way is read.
 TEST_F(EvalCli, CeilingsMeasuredAnotherWayAreMeasuredAgain) {
   namespace fs = std::filesystem;
   ASSERT_EQ(eval("problems/relu_small.py", "candidates/cpu/correct_relu.py").exit_code, 0);
@@ -238,6 +239,21 @@ TEST_F(EvalCli, CeilingsMeasuredAnotherWayAreMeasuredAgain) {
   rewrite(method);
   ASSERT_EQ(eval("problems/relu_small.py", "candidates/cpu/correct_relu.py").exit_code, 0);
   EXPECT_EQ(bandwidth(), 0.125);
+
+  // A worker whose ceilings.py differs measures another way: its entry is measured again.
+  fs::path worker;
+  for (const auto& item : fs::directory_iterator(cache_.path() / "xdg" / "mblast"))
+    if (item.path().filename().string().rfind("worker-", 0) == 0) worker = item.path();
+  ASSERT_FALSE(worker.empty());
+  const fs::path changed = cache_.path() / "changed-worker";
+  fs::copy(worker, changed, fs::copy_options::recursive);
+  std::ofstream(changed / "mblast_worker" / "ceilings.py", std::ios::app) << "\n# changed\n";
+  const auto result =
+      eval_as(testing::mblast_binary(), "problems/relu_small.py", "candidates/cpu/correct_relu.py",
+              {}, {{"MBLAST_WORKER_DIR", changed.string()}});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(bandwidth(), 0.125);
+  EXPECT_NE(read()["method"], method);
 }
 
 TEST_F(EvalCli, ProfileReportsSignaturesForTheStateClassifier) {

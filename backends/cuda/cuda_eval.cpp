@@ -127,7 +127,12 @@ void refuse_unstartable(const WorkerOutcome& outcome, const EvalOptions& options
 
 // How the worker measures the ceilings (worker/mblast_worker/ceilings.py): a cached entry measured
 // another way is measured again.
-constexpr const char* kCeilingsMethod = "fastest-of-10";
+// How the ceilings were measured is the worker's to say (mblast_worker/ceilings.py): a cached
+// entry is used only if that file is unchanged since, so a change of method measures them again.
+std::string ceilings_method() {
+  const auto source = read_file(worker_directory() / "mblast_worker" / "ceilings.py");
+  return "ceilings.py " + (source ? sha256_hex(*source).substr(0, 16) : std::string("unreadable"));
+}
 
 // The device's measured copy bandwidth and fp32 matmul rate, the speed-of-light ceilings.
 // Measured once per machine and device by the worker and cached, since it takes seconds (18.7 s
@@ -138,12 +143,11 @@ nlohmann::json device_ceilings(const EvalOptions& options, const fs::path& cache
   std::string device = options.device;
   std::replace(device.begin(), device.end(), ':', '-');
   const fs::path path = cache_dir / "ceilings" / (host_name() + "-" + device + ".json");
+  const std::string method = ceilings_method();
   if (std::ifstream in(path); in) {
     try {
       auto cached = nlohmann::json::parse(in);
-      // Entries measured another way (medians, before the TF32 and bfloat16 ceilings) are
-      // measured again.
-      if (cached.value("method", "") == kCeilingsMethod) return cached;
+      if (cached.value("method", "") == method) return cached;
     } catch (const nlohmann::json::parse_error&) {
       spdlog::warn("ignoring unreadable ceilings cache {}", path.string());
     }
@@ -166,7 +170,7 @@ nlohmann::json device_ceilings(const EvalOptions& options, const fs::path& cache
       {"peak_tflops_bf16", outcome.response.value("peak_tflops_bf16", nlohmann::json())},
       {"peak_tflops_fp16", outcome.response.value("peak_tflops_fp16", nlohmann::json())},
       {"device_name", outcome.response.value("device_name", "")},
-      {"method", kCeilingsMethod},
+      {"method", method},
       {"measured_at", utc_now()}};
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
