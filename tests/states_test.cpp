@@ -137,10 +137,13 @@ TEST(KbClassifyCli, TablesTheCheapAndImpliedStatesAndCountsAgreement) {
   const TempDir dir;
   nlohmann::json conv = kLayerNorm;
   conv["ridge_ratio"] = 3.0;
+  conv["min_bytes"] = 1000;
   const nlohmann::json results = {
       {"results",
        {{{"problem", "/k/level1/40_LayerNorm.py"}, {"signature", kLayerNorm}},
-        {{"problem", "/k/level2/1_Conv2D_ReLU_BiasAdd.py"}, {"signature", conv}}}}};
+        {{"problem", "/k/level2/1_Conv2D_ReLU_BiasAdd.py"},
+         {"signature", conv},
+         {"moved_bytes", 4000}}}}};
   std::ofstream(dir / "eval.json") << results.dump();
   nlohmann::json torch_only = kLayerNorm;
   torch_only.erase("ncu");
@@ -155,6 +158,9 @@ TEST(KbClassifyCli, TablesTheCheapAndImpliedStatesAndCountsAgreement) {
   EXPECT_NE(table.out.find("memory-bound/low-occupancy"), std::string::npos);
   EXPECT_NE(table.out.find("- (not asked)"), std::string::npos);
   EXPECT_NE(table.out.find("root agrees on 1 of 2 (50%)"), std::string::npos) << table.out;
+  // Beside the cheap state: the bytes eager moves over the minimal ones, and the ridge ratio
+  // were intensity counted over them.
+  EXPECT_NE(table.out.find("| 4 (0.75) |"), std::string::npos) << table.out;
 
   auto json =
       testing::run_mblast({"--kb", kb, "kb", "classify", "--json", (dir / "eval.json").string()});
@@ -165,6 +171,9 @@ TEST(KbClassifyCli, TablesTheCheapAndImpliedStatesAndCountsAgreement) {
   EXPECT_EQ(out["rows"][1]["root"], "compute-bound");
   EXPECT_EQ(out["rows"][1]["ncu_root"], "memory-bound");
   EXPECT_EQ(out["rows"][1]["root_agrees"], false);
+  EXPECT_EQ(out["rows"][1]["moved_over_min"], 4.0);
+  EXPECT_EQ(out["rows"][1]["ridge_ratio_moved"], 0.75);
+  EXPECT_TRUE(out["rows"][0]["moved_over_min"].is_null());
 
   std::ofstream(dir / "empty.json") << R"({"correct": true})";
   auto bad = testing::run_mblast({"--kb", kb, "kb", "classify", (dir / "empty.json").string()});

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "cli/kb_classify.hpp"
 #include "mblast/error.hpp"
@@ -19,7 +20,17 @@ namespace fs = std::filesystem;
 struct Named {
   std::string name;
   ProfileSignature signature;
+  // What eager's aten ops read and write over the minimal bytes (the result's moved_bytes), for
+  // the question of issue 27 whether intensity should count the bytes eager moves.
+  std::optional<double> moved_over_min;
 };
+
+std::optional<double> moved_over_min(const nlohmann::json& result) {
+  const auto moved = result.value("moved_bytes", nlohmann::json());
+  const auto least = result["signature"].value("min_bytes", nlohmann::json());
+  if (!moved.is_number() || !least.is_number() || least.get<double>() <= 0) return std::nullopt;
+  return moved.get<double>() / least.get<double>();
+}
 
 std::string problem_name(const nlohmann::json& result, const fs::path& file) {
   const auto problem = result.value("problem", nlohmann::json());
@@ -50,9 +61,10 @@ std::vector<Named> signatures_in(const fs::path& file) {
   for (const auto& r : results) {
     if (!r.is_object()) continue;
     if (r.contains("signature") && r["signature"].is_object()) {
-      found.push_back({problem_name(r, file), ProfileSignature::from_json(r["signature"])});
+      found.push_back(
+          {problem_name(r, file), ProfileSignature::from_json(r["signature"]), moved_over_min(r)});
     } else if (r.contains("total_ms")) {
-      found.push_back({file.stem().string(), ProfileSignature::from_json(r)});
+      found.push_back({file.stem().string(), ProfileSignature::from_json(r), std::nullopt});
     }
   }
   if (found.empty()) {
@@ -70,6 +82,12 @@ nlohmann::json row_json(const Named& named, const StateCheck& check) {
                         {"state_agrees", nullptr}};
   const auto ncu = named.signature.to_json().value("ncu", nlohmann::json::object());
   row["ncu_status"] = ncu.value("status", "not asked");
+  row["moved_over_min"] = named.moved_over_min ? nlohmann::json(*named.moved_over_min) : nullptr;
+  // The ridge ratio were intensity counted over the moved bytes instead of the minimal ones.
+  const auto ridge = named.signature.to_json().value("ridge_ratio", nlohmann::json());
+  row["ridge_ratio_moved"] = named.moved_over_min && *named.moved_over_min > 0 && ridge.is_number()
+                                 ? nlohmann::json(ridge.get<double>() / *named.moved_over_min)
+                                 : nlohmann::json();
   if (ncu.value("reason", "") != "") row["ncu_reason"] = ncu["reason"];
   if (check.implied) {
     row["ncu_state"] = check.implied->state_id;
@@ -103,13 +121,21 @@ std::string cell(const nlohmann::json& value) {
 }
 
 void print_markdown(const nlohmann::json& rows, const nlohmann::json& summary) {
-  std::cout << "| problem | state (cheap signature) | evidence | state NCU implies | NCU numbers "
-               "| root agrees |\n|---|---|---|---|---|---|\n";
+  std::cout << "| problem | state (cheap signature) | evidence | moved / min bytes (ridge ratio "
+               "then) | state NCU implies | NCU numbers | root agrees |\n"
+               "|---|---|---|---|---|---|---|\n";
   for (const auto& row : rows) {
     const std::string ncu =
         row["ncu_state"].is_null() ? "- (" + cell(row["ncu_status"]) + ")" : cell(row["ncu_state"]);
+    const std::string moved =
+        row["moved_over_min"].is_null()
+            ? "-"
+            : fmt::format("{:.3g}", row["moved_over_min"].get<double>()) +
+                  (row["ridge_ratio_moved"].is_null()
+                       ? ""
+                       : fmt::format(" ({:.3g})", row["ridge_ratio_moved"].get<double>()));
     std::cout << "| " << cell(row["name"]) << " | " << cell(row["state"]) << " | "
-              << cell(row["evidence"]) << " | " << ncu << " | "
+              << cell(row["evidence"]) << " | " << moved << " | " << ncu << " | "
               << cell(row["ncu_state"].is_null() ? row.value("ncu_reason", nlohmann::json())
                                                  : row["ncu_because"])
               << " | " << cell(row["root_agrees"]) << " |\n";

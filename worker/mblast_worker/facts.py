@@ -29,7 +29,7 @@ from .tensors import (changed_state, chunk_elements, chunks, clone_all, digest, 
                       nbytes, state_snapshot)
 from .traffic import count_moved_bytes
 
-FACTS_VERSION = "7"  # 6: input digests summed in chunk_elements chunks; 7: at most 8 Mi of them, moved_bytes
+FACTS_VERSION = "8"  # 7: digests of at most 8 Mi elements a chunk; 8: moved_bytes (7 was cached without it too)
 # Stored float64 references per seed, at most (MBLAST_REFERENCE_CACHE_MAX_MB); larger ones are
 # recomputed: on the device that takes less than reading them back.
 MAX_CACHED_REFERENCE_BYTES = int(os.environ.get("MBLAST_REFERENCE_CACHE_MAX_MB", "256")) * 2**20
