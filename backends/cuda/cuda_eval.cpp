@@ -125,8 +125,6 @@ void refuse_unstartable(const WorkerOutcome& outcome, const EvalOptions& options
   throw input_error(outcome.failure, hint);
 }
 
-// How the worker measures the ceilings (worker/mblast_worker/ceilings.py): a cached entry measured
-// another way is measured again.
 // How the ceilings were measured is the worker's to say (mblast_worker/ceilings.py): a cached
 // entry is used only if that file is unchanged since, so a change of method measures them again.
 std::string ceilings_method() {

@@ -27,7 +27,7 @@ struct Named {
 
 std::optional<double> moved_over_min(const nlohmann::json& result) {
   const auto moved = result.value("moved_bytes", nlohmann::json());
-  const auto least = result["signature"].value("min_bytes", nlohmann::json());
+  const auto least = result.at("signature").value("min_bytes", nlohmann::json());
   if (!moved.is_number() || !least.is_number() || least.get<double>() <= 0) return std::nullopt;
   return moved.get<double>() / least.get<double>();
 }
@@ -80,11 +80,12 @@ nlohmann::json row_json(const Named& named, const StateCheck& check) {
                         {"ncu_state", nullptr},     {"ncu_root", nullptr},
                         {"ncu_because", nullptr},   {"root_agrees", nullptr},
                         {"state_agrees", nullptr}};
-  const auto ncu = named.signature.to_json().value("ncu", nlohmann::json::object());
+  const auto signature = named.signature.to_json();
+  const auto ncu = signature.value("ncu", nlohmann::json::object());
   row["ncu_status"] = ncu.value("status", "not asked");
   row["moved_over_min"] = named.moved_over_min ? nlohmann::json(*named.moved_over_min) : nullptr;
   // The ridge ratio were intensity counted over the moved bytes instead of the minimal ones.
-  const auto ridge = named.signature.to_json().value("ridge_ratio", nlohmann::json());
+  const auto ridge = signature.value("ridge_ratio", nlohmann::json());
   row["ridge_ratio_moved"] = named.moved_over_min && *named.moved_over_min > 0 && ridge.is_number()
                                  ? nlohmann::json(ridge.get<double>() / *named.moved_over_min)
                                  : nlohmann::json();
