@@ -20,16 +20,26 @@ namespace fs = std::filesystem;
 struct Named {
   std::string name;
   ProfileSignature signature;
-  // What eager's aten ops read and write over the minimal bytes (the result's moved_bytes), for
-  // the question of issue 27 whether intensity should count the bytes eager moves.
-  std::optional<double> moved_over_min;
+  // What eager's aten ops read and write (the result's moved_bytes), for the question of issue 27
+  // whether intensity should count the bytes eager moves.
+  std::optional<double> moved_bytes;
 };
 
-std::optional<double> moved_over_min(const nlohmann::json& result) {
+std::optional<double> moved_bytes(const nlohmann::json& result) {
   const auto moved = result.value("moved_bytes", nlohmann::json());
-  const auto least = result.at("signature").value("min_bytes", nlohmann::json());
-  if (!moved.is_number() || !least.is_number() || least.get<double>() <= 0) return std::nullopt;
-  return moved.get<double>() / least.get<double>();
+  return moved.is_number() ? std::optional(moved.get<double>()) : std::nullopt;
+}
+
+// The moved bytes over the minimal ones, and the ridge ratio were intensity counted over them.
+void add_moved_bytes(nlohmann::json& row, const Named& named) {
+  row["moved_over_min"] = nullptr;
+  row["ridge_ratio_moved"] = nullptr;
+  const auto least = named.signature.metric("min_bytes");
+  if (!named.moved_bytes || !least || *least <= 0) return;
+  const double ratio = *named.moved_bytes / *least;
+  row["moved_over_min"] = ratio;
+  if (const auto ridge = named.signature.metric("ridge_ratio"); ridge && ratio > 0)
+    row["ridge_ratio_moved"] = *ridge / ratio;
 }
 
 std::string problem_name(const nlohmann::json& result, const fs::path& file) {
@@ -62,7 +72,7 @@ std::vector<Named> signatures_in(const fs::path& file) {
     if (!r.is_object()) continue;
     if (r.contains("signature") && r["signature"].is_object()) {
       found.push_back(
-          {problem_name(r, file), ProfileSignature::from_json(r["signature"]), moved_over_min(r)});
+          {problem_name(r, file), ProfileSignature::from_json(r["signature"]), moved_bytes(r)});
     } else if (r.contains("total_ms")) {
       found.push_back({file.stem().string(), ProfileSignature::from_json(r), std::nullopt});
     }
@@ -80,15 +90,9 @@ nlohmann::json row_json(const Named& named, const StateCheck& check) {
                         {"ncu_state", nullptr},     {"ncu_root", nullptr},
                         {"ncu_because", nullptr},   {"root_agrees", nullptr},
                         {"state_agrees", nullptr}};
-  const auto signature = named.signature.to_json();
-  const auto ncu = signature.value("ncu", nlohmann::json::object());
+  const auto ncu = named.signature.to_json().value("ncu", nlohmann::json::object());
   row["ncu_status"] = ncu.value("status", "not asked");
-  row["moved_over_min"] = named.moved_over_min ? nlohmann::json(*named.moved_over_min) : nullptr;
-  // The ridge ratio were intensity counted over the moved bytes instead of the minimal ones.
-  const auto ridge = signature.value("ridge_ratio", nlohmann::json());
-  row["ridge_ratio_moved"] = named.moved_over_min && *named.moved_over_min > 0 && ridge.is_number()
-                                 ? nlohmann::json(ridge.get<double>() / *named.moved_over_min)
-                                 : nlohmann::json();
+  add_moved_bytes(row, named);
   if (ncu.value("reason", "") != "") row["ncu_reason"] = ncu["reason"];
   if (check.implied) {
     row["ncu_state"] = check.implied->state_id;
