@@ -61,16 +61,28 @@ fs::path require_torch_python() {
   return *python;
 }
 
+namespace {
+
+// The embedded worker's files never change while the process runs: their hash is taken once.
+const std::string& embedded_worker_hash() {
+  static const std::string hash = [] {
+    std::string all;
+    for (const auto& file : embedded::worker::files()) {
+      all.append(file.path).push_back('\0');
+      all.append(file.contents).push_back('\0');
+    }
+    return sha256_hex(all).substr(0, 16);
+  }();
+  return hash;
+}
+
+}  // namespace
+
 fs::path worker_directory() {
   if (auto configured = env_or_empty("MBLAST_WORKER_DIR"); !configured.empty()) return configured;
   const auto& files = embedded::worker::files();
-  std::string all;
-  for (const auto& file : files) {
-    all.append(file.path).push_back('\0');
-    all.append(file.contents).push_back('\0');
-  }
   const fs::path cache = default_cache_dir();
-  const fs::path target = cache / ("worker-" + sha256_hex(all).substr(0, 16));
+  const fs::path target = cache / ("worker-" + embedded_worker_hash());
   // Threads of one process share the staging folder's name (call 75: the loop's built-in check
   // and the reference's generation raced on a fresh machine and one got a half-written worker).
   static std::mutex writing;
