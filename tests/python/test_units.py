@@ -8,12 +8,15 @@ from typing import Any, Dict
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from mblast_worker import ceilings
+from mblast_worker import facts as facts_module
 from mblast_worker.checks import Expected, aliases_anything, check_structure
 from mblast_worker.compare import (DiffAccumulator, OutputDiff, Tol, count_poison, diff, eager_error, poison_share,
                                    poison_word, widened)
 from mblast_worker.errors import RequestError
+from mblast_worker.facts import ProblemFacts
 from mblast_worker.evaluate import contiguous_values, output_snapshot, same_outputs
 from mblast_worker.guards import NamespaceSnapshot, Tf32Setting, apply_tf32, read_precision_state
 from mblast_worker.opsrec import record_ops, shared_reference_ops
@@ -618,3 +621,45 @@ def test_moved_bytes_count_each_ops_reads_and_writes_and_no_views() -> None:
     # An unfused chain moves its intermediate twice more than a fused one would.
     assert count_moved_bytes(lambda: torch.relu(x @ w) + 1) == 7 * size
 
+
+
+def _conv_epilogue() -> Any:
+    x, conv = torch.randn(2, 3, 8, 8), torch.nn.Conv2d(3, 4, 3)
+    calls = []
+
+    def forward() -> Any:
+        calls.append(1)
+        with torch.no_grad():
+            return torch.relu(conv(x)) * 2
+
+    return forward, calls
+
+
+def test_reference_counts_come_from_one_forward_and_equal_each_count_alone() -> None:
+    forward, calls = _conv_epilogue()
+    together = ProblemFacts(key="k")
+    facts_module._dispatch_counts(together, forward)
+    assert len(calls) == 1
+    apart = ProblemFacts(key="k")
+    facts_module._dispatch_counts_apart(apart, forward)
+    assert len(calls) == 4
+    assert together.ref_ops == apart.ref_ops == sorted(record_ops(forward))
+    assert "convolution" in together.ref_ops and "relu" in together.ref_ops
+    assert together.flops_by_unit == apart.flops_by_unit and together.flops_by_unit["conv"] > 0
+    assert together.moved_bytes == apart.moved_bytes == count_moved_bytes(forward) > 0
+    assert together.notes == apart.notes == []
+
+
+def test_a_failing_count_costs_only_its_own_figure(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Broken(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            raise ValueError("no rule for this op")
+
+    monkeypatch.setattr(facts_module, "flop_counter", lambda: (Broken(), lambda: {}))
+    monkeypatch.setattr(facts_module, "count_flops_by_unit", lambda call: Broken().__torch_dispatch__(None, None))
+    forward, calls = _conv_epilogue()
+    facts = ProblemFacts(key="k")
+    facts_module._dispatch_counts(facts, forward)
+    assert facts.notes == ["FLOP counting failed: ValueError: no rule for this op"]
+    assert "convolution" in facts.ref_ops and facts.moved_bytes == count_moved_bytes(forward)
+    assert facts.flops_by_unit == {} and facts.flops is None

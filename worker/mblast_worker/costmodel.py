@@ -1,30 +1,42 @@
 """FLOPs, minimal bytes and the speed-of-light time of one forward call."""
 
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Tuple
 
 import torch
 
-from .flops import count_dispatch_flops_by_unit, unit_of
+from .flops import DispatchFlopCounter, unit_of
 from .request import DeviceCeilings
 from .tensors import dtype_name, flat_tensors, nbytes
 
 
-def count_flops_by_unit(call: Callable[[], Any]) -> Dict[str, float]:
-    """FLOPs of one call per arithmetic unit (flops.unit_of), via torch.utils.flop_counter (torch >=
-    2.1: matrix products, convolutions and attention), else counted over the aten ops it dispatches
-    (flops.py: the same rule for those, and elementwise ops and reductions counted too)."""
+def flop_counter() -> Tuple[ContextManager[Any], Callable[[], Dict[str, float]]]:
+    """A mode that counts FLOPs per arithmetic unit (flops.unit_of) while entered, and what reads
+    them afterwards: torch.utils.flop_counter where it exists (torch >= 2.1: matrix products,
+    convolutions and attention), else the count over the aten ops dispatched (flops.py: the same
+    rule for those, and elementwise ops and reductions counted too)."""
     try:
         from torch.utils.flop_counter import FlopCounterMode  # type: ignore[import-not-found]
     except ImportError:
-        return count_dispatch_flops_by_unit(call)
-    counter = FlopCounterMode(display=False)
-    with counter:
+        counter = DispatchFlopCounter()
+        return counter, lambda: dict(counter.by_unit)
+    mode = FlopCounterMode(display=False)
+
+    def by_unit() -> Dict[str, float]:
+        found: Dict[str, float] = {}
+        for packet, flops in mode.get_flop_counts().get("Global", {}).items():
+            unit = unit_of(getattr(packet, "__name__", str(packet)))
+            found[unit] = found.get(unit, 0.0) + float(flops)
+        return found
+
+    return mode, by_unit
+
+
+def count_flops_by_unit(call: Callable[[], Any]) -> Dict[str, float]:
+    """FLOPs of one call per arithmetic unit (flop_counter)."""
+    mode, by_unit = flop_counter()
+    with mode:
         call()
-    by_unit: Dict[str, float] = {}
-    for packet, flops in counter.get_flop_counts().get("Global", {}).items():
-        unit = unit_of(getattr(packet, "__name__", str(packet)))
-        by_unit[unit] = by_unit.get(unit, 0.0) + float(flops)
-    return by_unit
+    return by_unit()
 
 
 def count_flops(call: Callable[[], Any]) -> float:

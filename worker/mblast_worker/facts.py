@@ -20,14 +20,14 @@ from . import WORKER_VERSION, memory
 from .cachedir import CacheDir
 from .checks import aliases_anything
 from .compare import DiffAccumulator, OutputDiff, Tol, flat_view
-from .costmodel import compute_dtype, count_flops_by_unit, min_bytes
-from .opsrec import record_ops
+from .costmodel import compute_dtype, count_flops_by_unit, flop_counter, min_bytes
+from .opsrec import OpRecorder, record_ops
 from .reference import (BATCH_CHUNKS, CPU, WHOLE, ReferenceModels, ReferencePlan, batch_size, iter_reference,
                         split_batch)
 from .response import OutputSpec
 from .tensors import (changed_state, chunk_elements, chunks, clone_all, digest, dtype_name, flat_tensors, is_dense,
                       nbytes, state_snapshot)
-from .traffic import count_moved_bytes
+from .traffic import TrafficCounter, count_moved_bytes
 
 FACTS_VERSION = "8"  # 7: digests of at most 8 Mi elements a chunk; 8: moved_bytes (7 was cached without it too)
 # Stored float64 references per seed, at most (MBLAST_REFERENCE_CACHE_MAX_MB); larger ones are
@@ -272,23 +272,44 @@ def _static_facts(side: ProblemSide, facts: ProblemFacts, seed: int) -> List[Any
     eager_peak(side, facts, inputs, seed)
     if facts.ref_mutated_inputs:
         inputs = side.make_inputs(seed)
-    try:
-        facts.ref_ops = sorted(record_ops(lambda: side.call_eager(inputs, seed)))
-    except Exception as exc:  # noqa: BLE001 - recording is best effort
-        facts.notes.append(f"op recording failed: {type(exc).__name__}: {exc}")
-    try:
-        facts.flops_by_unit = count_flops_by_unit(lambda: side.call_eager(inputs, seed))
-        facts.flops = float(sum(facts.flops_by_unit.values()))
-    except Exception as exc:  # noqa: BLE001
-        facts.notes.append(f"FLOP counting failed: {type(exc).__name__}: {exc}")
-    try:
-        facts.moved_bytes = count_moved_bytes(lambda: side.call_eager(inputs, seed))
-    except Exception as exc:  # noqa: BLE001 - counting is best effort
-        facts.notes.append(f"byte counting failed: {type(exc).__name__}: {exc}")
+    _dispatch_counts(facts, lambda: side.call_eager(inputs, seed))
     if facts.ref_mutated_inputs:
         inputs = side.make_inputs(seed)
     facts.plan = choose_plan(side, facts, inputs, seed)
     return inputs
+
+
+def _dispatch_counts(facts: ProblemFacts, call: Callable[[], Any]) -> None:
+    """The reference's ops, FLOPs and moved bytes, counted in one forward under the three modes
+    stacked; where that fails, in one forward each, so that one failing count costs only its own."""
+    recorder, traffic = OpRecorder(), TrafficCounter()
+    flops_mode, flops_by_unit = flop_counter()
+    try:
+        with recorder, flops_mode, traffic:
+            call()
+    except Exception:  # noqa: BLE001 - counted one at a time below, each failure noted
+        _dispatch_counts_apart(facts, call)
+        return
+    facts.ref_ops = sorted(recorder.ops)
+    facts.flops_by_unit = flops_by_unit()
+    facts.flops = float(sum(facts.flops_by_unit.values()))
+    facts.moved_bytes = traffic.bytes
+
+
+def _dispatch_counts_apart(facts: ProblemFacts, call: Callable[[], Any]) -> None:
+    try:
+        facts.ref_ops = sorted(record_ops(call))
+    except Exception as exc:  # noqa: BLE001 - recording is best effort
+        facts.notes.append(f"op recording failed: {type(exc).__name__}: {exc}")
+    try:
+        facts.flops_by_unit = count_flops_by_unit(call)
+        facts.flops = float(sum(facts.flops_by_unit.values()))
+    except Exception as exc:  # noqa: BLE001
+        facts.notes.append(f"FLOP counting failed: {type(exc).__name__}: {exc}")
+    try:
+        facts.moved_bytes = count_moved_bytes(call)
+    except Exception as exc:  # noqa: BLE001 - counting is best effort
+        facts.notes.append(f"byte counting failed: {type(exc).__name__}: {exc}")
 
 
 def prepare(side: ProblemSide, seeds: List[int], cache: Optional[CacheDir]) -> ProblemFacts:

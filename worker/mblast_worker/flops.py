@@ -93,7 +93,9 @@ def op_flops(func: Any, args: Sequence[Any], out: Any) -> int:
     return sum(t.numel() for t in results if isinstance(t, torch.Tensor) and t.is_floating_point())
 
 
-class _Counter(TorchDispatchMode):
+class DispatchFlopCounter(TorchDispatchMode):
+    """Counts FLOPs per arithmetic unit over the aten ops dispatched while it is entered."""
+
     def __init__(self) -> None:
         super().__init__()
         self.by_unit: Dict[str, float] = {}
@@ -109,7 +111,7 @@ class _Counter(TorchDispatchMode):
 
 def count_dispatch_flops_by_unit(call: Callable[[], Any]) -> Dict[str, float]:
     """FLOPs of one call of `call` per arithmetic unit, counted over the aten ops it dispatches."""
-    counter = _Counter()
+    counter = DispatchFlopCounter()
     with torch.no_grad(), counter:
         call()
     return counter.by_unit
