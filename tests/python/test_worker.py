@@ -19,6 +19,9 @@ CHEATS: Dict[str, Any] = {
     "zero_output_tiny_values": ("tiny_output", "zero_output", "zero_output", False, "mismatch"),
     "zero_output_relu": ("relu_small", "zero_output", "zero_output", False, "mismatch"),
     "pointer_cache": ("relu_small", "pointer_cache", "result_cache", False, None),
+    # Passes the first two staleness checks; caught by the refill with permuted values (the third,
+    # judged against the second's eager output) and by the changed block.
+    "pointer_extremes_cache": ("relu_small", "pointer_extremes_cache", "result_cache", False, None),
     "fingerprint_cache": ("relu_small", "fingerprint_cache", "result_cache", False, "cheat"),
     "sampled_fingerprint_cache": ("relu_small", "sampled_fingerprint_cache", "result_cache", False, "cheat"),
     "patch_timer": ("relu_small", "patch_timer", "timer_patched", False, "cheat"),
