@@ -8,7 +8,8 @@ and the first call (lazy compilation: torch.compile, Triton); what remains of th
 the judge's and the loop's own cost, the "overhead" column. Of it, "outside worker" is the part
 spent outside the worker's request (waiting for a worker to start, the loop, the driver); the
 rest is the judge's own checks and timing. Issue 21 asks for an overhead of at most
-2 s per step on problems whose eager time is under 10 ms; the last line counts the steps over it.
+2 s per step on problems whose eager time is under 10 ms; the summary counts the steps over it
+and gives the worker's phases over those steps (median, p90, max: where the overhead goes).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def step_row(run: Path, step: Dict[str, Any], eager_ms: Optional[float]) -> Opti
             "eager_ms": eager_ms, "wall_s": wall, "build_s": build, "load_s": load, "first_call_s": first_call,
             "overhead_s": max(0.0, wall - build - load - first_call),
             "outside_s": wall if skipped else max(0.0, wall - build - worker) if worker else None,
-            "outcome": step.get("outcome")}
+            "outcome": step.get("outcome"), "phases": {k: number(v) for k, v in phases.items()}}
 
 
 def seconds(value: Optional[float]) -> str:
@@ -80,6 +81,21 @@ def eager_ms_of(run: Path) -> Optional[float]:
         value = json.loads(record.read_text(encoding="utf-8")).get("baseline_ms")
         return float(value) if isinstance(value, (int, float)) else None
     return None
+
+
+def print_phases(rows: List[Dict[str, Any]]) -> None:
+    """The worker's phases over these steps, the largest median first: where the overhead goes."""
+    names = sorted({name for r in rows for name in r["phases"]})
+    if not names:
+        return
+    print("\n| worker phase | steps | median s | p90 s | max s |\n|---|---:|---:|---:|---:|")
+    stats = []
+    for name in names:
+        values = sorted(r["phases"][name] for r in rows if name in r["phases"])
+        stats.append((statistics.median(values), name, values))
+    for median, name, values in sorted(stats, reverse=True):
+        p90 = values[min(len(values) - 1, int(0.9 * len(values)))]
+        print(f"| {name} | {len(values)} | {median:.2f} | {p90:.2f} | {values[-1]:.2f} |")
 
 
 def main(argv: List[str]) -> int:
@@ -111,6 +127,7 @@ def main(argv: List[str]) -> int:
         outside = [r["outside_s"] for r in counted if r["outside_s"] is not None]
         if outside:
             print(f"outside the worker's request: median {statistics.median(outside):.2f} s, max {max(outside):.2f} s")
+        print_phases(counted)
     return 0
 
 

@@ -1,0 +1,45 @@
+"""benchmarks/step_wall.py: a step's overhead is its wall less build, load and first call, and the
+summary names the worker's phases by their median over the steps counted (eager under the limit)."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import step_wall  # noqa: E402
+
+
+def write_run(folder: Path, eager_ms: float, steps: list) -> Path:
+    (folder / "candidates").mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"baseline_ms": eager_ms}))
+    lines = []
+    for i, (wall, phases) in enumerate(steps, start=1):
+        name = f"s{i:03d}-builtin"
+        lines.append(json.dumps({"global_step": i, "technique": "t", "candidate": f"candidates/{name}.py",
+                                 "seconds": wall, "outcome": "improved"}))
+        (folder / "candidates" / f"{name}.json").write_text(json.dumps({"build_seconds": 0, "phase_seconds": phases}))
+    (folder / "steps.jsonl").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def test_overhead_and_phases_of_the_counted_steps(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    fast = write_run(tmp_path / "fast", 2.0, [
+        (5.0, {"load": 0.5, "trials/first_call": 2.0, "stale_checks": 1.0, "timing": 0.4, "total": 4.5}),
+        (4.0, {"load": 0.5, "trials/first_call": 1.0, "stale_checks": 2.0, "timing": 0.2, "total": 3.5}),
+        (3.0, {"load": 0.5, "trials/first_call": 1.0, "stale_checks": 0.5, "timing": 0.3, "total": 2.8}),
+    ])
+    slow = write_run(tmp_path / "slow", 50.0, [(60.0, {"load": 1.0, "stale_checks": 50.0, "total": 59.0})])
+    assert step_wall.main([str(fast), str(slow)]) == 0
+    out = capsys.readouterr().out
+    assert "| fast | 1 | t | 2.000 | 5.00 | 0.00 | 0.50 | 2.00 | 2.50 | 0.50 |" in out
+    assert "eager < 10 ms: 3; overhead median 2.50 s, max 2.50 s; over 2 s: 2" in out
+    phases = out[out.index("| worker phase |"):].splitlines()[2:]
+    # Only the three counted steps, largest median first; the slow problem's 50 s is not among them.
+    assert phases[0] == "| total | 3 | 3.50 | 4.50 | 4.50 |"
+    assert "| stale_checks | 3 | 1.00 | 2.00 | 2.00 |" in phases[1:3]
+    assert "| timing | 3 | 0.30 | 0.40 | 0.40 |" in phases
