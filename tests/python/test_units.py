@@ -13,8 +13,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from mblast_worker import ceilings
 from mblast_worker import facts as facts_module
 from mblast_worker.checks import Expected, aliases_anything, check_structure
-from mblast_worker.compare import (DiffAccumulator, OutputDiff, Tol, count_poison, diff, eager_error, poison_share,
-                                   poison_word, widened)
+from mblast_worker.compare import (DiffAccumulator, OutputDiff, Tol, count_poison, count_true, diff, eager_error,
+                                   poison_share, poison_word, widened)
 from mblast_worker.errors import RequestError
 from mblast_worker.facts import ProblemFacts
 from mblast_worker.evaluate import contiguous_values, output_snapshot, same_outputs
@@ -663,3 +663,28 @@ def test_a_failing_count_costs_only_its_own_figure(monkeypatch: pytest.MonkeyPat
     assert facts.notes == ["FLOP counting failed: ValueError: no rule for this op"]
     assert "convolution" in facts.ref_ops and facts.moved_bytes == count_moved_bytes(forward)
     assert facts.flops_by_unit == {} and facts.flops is None
+
+
+@pytest.mark.parametrize("numel", [0, 1, 254, 255, 256, 1000, 4 * 255])
+def test_count_true_counts_as_count_nonzero_does(numel: int) -> None:
+    torch.manual_seed(numel)
+    mask = torch.rand(numel) > 0.3
+    assert int(count_true(mask)) == int(torch.count_nonzero(mask))
+    grid = torch.rand(40, 30) > 0.5
+    assert int(count_true(grid.t())) == int(torch.count_nonzero(grid))  # not contiguous
+
+
+def test_count_true_makes_no_int64_copy_of_the_mask() -> None:
+    # Why it exists: a bool sum to int64 allocates 8 bytes an element first (what tipped the GPU's
+    # comparison over its memory bound by a float64 chunk: torch.count_nonzero sums so on CUDA).
+    from torch.profiler import ProfilerActivity, profile
+
+    mask = torch.rand(1 << 20) > 0.5
+
+    def allocated(fn: Any) -> int:
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            fn()
+        return max((e.cpu_memory_usage for e in prof.events() if e.cpu_memory_usage > 0), default=0)
+
+    assert allocated(lambda: mask.sum()) >= 8 * mask.numel()
+    assert allocated(lambda: count_true(mask)) <= mask.numel() // 16

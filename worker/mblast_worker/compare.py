@@ -133,6 +133,16 @@ def poison_word(value: float) -> int:
     return struct.unpack("<I", struct.pack("<f", value))[0]
 
 
+def count_true(mask: torch.Tensor) -> torch.Tensor:
+    """The True elements of a bool tensor (a 0-d int64 tensor on its device). A sum of a bool
+    tensor to int64 first copies it as int64, 8 bytes an element (a float64 chunk's worth for a
+    chunk's mask; torch.count_nonzero does so on CUDA): rows of 255 elements summed as uint8 (at
+    most 255 each) need no copy, and their sums are 255 times fewer."""
+    flat = mask.reshape(-1).view(torch.uint8)
+    whole = flat.numel() - flat.numel() % 255
+    return flat[:whole].view(-1, 255).sum(dim=1, dtype=torch.uint8).sum() + flat[whole:].sum()
+
+
 def count_poison(chunk: torch.Tensor, word: int) -> torch.Tensor:
     """Elements of a flat chunk whose bits are what poisoning with the float32 word left there (a
     0-d tensor on the chunk's device: read it when needed)."""
@@ -143,11 +153,11 @@ def count_poison(chunk: torch.Tensor, word: int) -> torch.Tensor:
     if width not in _INT_VIEW:
         return none
     bits = chunk.view(_INT_VIEW[width])
-    hits = None
+    hits: Optional[torch.Tensor] = None
     for pattern in _poison_patterns(word, width):
         eq = bits == _signed(pattern, width)
-        hits = eq if hits is None else hits | eq
-    return hits.sum() if hits is not None else none
+        hits = eq if hits is None else hits.bitwise_or_(eq)
+    return count_true(hits) if hits is not None else none
 
 
 # Running statistics of DiffAccumulator, as positions in its two float64 vectors on the chunks'
@@ -182,7 +192,7 @@ def _as_chunk(cand: torch.Tensor, ref: torch.Tensor, zero: torch.Tensor, count_r
     # A finite sum means every difference is finite, so both sides are finite everywhere (a NaN or
     # an infinity on either side makes its difference, and the sum, non-finite): the chunk needs
     # none of the masks below. Overflowing finite values take the masked path, correctly.
-    nonzero_r = torch.count_nonzero(r) if count_ref_nonzero else zero
+    nonzero_r = count_true(r != 0) if count_ref_nonzero else zero
     if math.isfinite(float(signed_sum)):
         return _Chunk(c, r, signed, signed_sum, c, nonzero_r, [zero, zero])
     c_fin, r_fin = torch.isfinite(c), torch.isfinite(r)
@@ -191,7 +201,7 @@ def _as_chunk(cand: torch.Tensor, ref: torch.Tensor, zero: torch.Tensor, count_r
     special_bad = ~both & ~((c == r) | (torch.isnan(c) & torch.isnan(r)))
     signed = torch.where(both, signed, zero)
     return _Chunk(c, torch.where(r_fin, r, zero), signed, signed.sum(), finite_stand_ins(c), nonzero_r,
-                  [torch.count_nonzero(r_fin & ~c_fin), torch.count_nonzero(special_bad)], special_bad)
+                  [count_true(r_fin & ~c_fin), count_true(special_bad)], special_bad)
 
 
 @dataclass
@@ -238,7 +248,7 @@ class DiffAccumulator:
         ratio = torch.div(err, scratch, out=scratch)
         if ch.special_bad is not None:
             ratio.masked_fill_(ch.special_bad, math.inf)
-        over = torch.count_nonzero(ratio > 1.0)
+        over = count_true(ratio > 1.0)
         value, flat = ratio.max(dim=0)
         here = torch.stack([value, (flat + offset).to(torch.float64), ch.c[flat], ch.r[flat]])
         self._worst = torch.where(value > self._worst[0], here, self._worst)
@@ -259,7 +269,7 @@ class DiffAccumulator:
         """nonzero_c, nonzero_r, widespread, the digest's three sums and the poison count."""
         scale = self.scale_hint if self.scale_hint is not None else ref_max
         weights = self._weights.at(offset, cand.numel(), cand.device)
-        return [torch.count_nonzero(ch.c), ch.nonzero_r, torch.count_nonzero(err > 1e-5 * scale),
+        return [count_true(ch.c != 0), ch.nonzero_r, count_true(err > 1e-5 * scale),
                 ch.clean.sum(), torch.dot(ch.clean, ch.clean), torch.dot(ch.clean, weights),
                 count_poison(cand, self.poison) if self.poison is not None else zero]
 
