@@ -21,6 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "h200"))
+from issue3_tools import quantile  # noqa: E402
+
 LIMIT_S = 2.0
 
 
@@ -94,8 +97,7 @@ def print_phases(rows: List[Dict[str, Any]]) -> None:
         values = sorted(r["phases"][name] for r in rows if name in r["phases"])
         stats.append((statistics.median(values), name, values))
     for median, name, values in sorted(stats, reverse=True):
-        p90 = values[min(len(values) - 1, int(0.9 * len(values)))]
-        print(f"| {name} | {len(values)} | {median:.2f} | {p90:.2f} | {values[-1]:.2f} |")
+        print(f"| {name} | {len(values)} | {median:.2f} | {quantile(values, 0.9):.2f} | {values[-1]:.2f} |")
 
 
 def main(argv: List[str]) -> int:
