@@ -113,7 +113,7 @@ struct WorkerPool::Worker {
 };
 
 WorkerPool::WorkerPool(WorkerConfig config, std::size_t prestarted)
-    : config_(resolved(std::move(config))),
+    : config_(resolved_worker_config(std::move(config))),
       prestarted_(prestarted),
       sandbox_(config_.isolate_network ? detect_sandbox() : "none"),
       cache_fd_(open_problem_cache(config_.problem_cache)),

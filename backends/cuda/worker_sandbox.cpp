@@ -153,7 +153,7 @@ ProcessSpec worker_spec(const WorkerConfig& config, const std::string& sandbox, 
   return spec;
 }
 
-WorkerConfig resolved(WorkerConfig config) {
+WorkerConfig resolved_worker_config(WorkerConfig config) {
   const auto python = find_program(config.python.string());
   if (!python) {
     throw input_error("cannot run the worker: no Python at '" + config.python.string() + "'",

@@ -19,7 +19,7 @@ void unwrap_bwrap_status(ProcessResult& result);
 
 // The config with absolute paths (the worker starts in its scratch folder) and the system's temp
 // folder as the scratch root where none is set; an input error when config.python is not found.
-WorkerConfig resolved(WorkerConfig config);
+WorkerConfig resolved_worker_config(WorkerConfig config);
 
 // The problem cache, created if missing (bwrap mounts over it) and opened for the workers; -1
 // for an empty path, or (with a warning) one that cannot be opened.
