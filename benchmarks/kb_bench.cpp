@@ -25,11 +25,13 @@
 
 #include "mblast/error.hpp"
 #include "mblast/kb.hpp"
+#include "mblast/support.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using mblast::seconds_since;
 
 constexpr std::int64_t kBatch = 10'000;
 constexpr std::int64_t kTasks = 2'000;
@@ -409,10 +411,6 @@ struct LoadPhase {
   double seconds = 0;
   double rows_per_s() const { return seconds > 0 ? static_cast<double>(rows) / seconds : 0.0; }
 };
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 struct Latency {
   std::string query;

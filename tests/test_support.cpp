@@ -73,10 +73,6 @@ Error error_of(const std::function<void()>& call) {
   return job_error("none");
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 bool process_gone(pid_t pid) {
   for (int attempt = 0; attempt < 200; ++attempt) {
     if (::kill(pid, 0) != 0 && errno == ESRCH) return true;

@@ -14,6 +14,7 @@
 
 #include "mblast/error.hpp"
 #include "mblast/process.hpp"
+#include "mblast/support.hpp"
 #include "native/bundle.hpp"
 
 namespace mblast::testing {
@@ -54,7 +55,7 @@ ProcessResult run_mblast(const std::vector<std::string>& args,
 // Runs `call` and returns the mblast::Error it throws (a test failure if it throws none).
 Error error_of(const std::function<void()>& call);
 
-double seconds_since(std::chrono::steady_clock::time_point start);
+using mblast::seconds_since;
 
 // True once `pid` no longer exists, or is a zombie left for a reaper that is not us (PID 1 in a
 // container may never reap); waits up to 2 s.

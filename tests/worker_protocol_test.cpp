@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cuda/cuda_eval.hpp"
+#include "cuda/device_ceilings.hpp"
 #include "mblast/eval_result.hpp"
 
 namespace mblast {

@@ -135,10 +135,6 @@ void write_atomic(const fs::path& path, const std::string& data) {
   }
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 bool writable(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);

@@ -14,6 +14,7 @@
 #include "cuda/compile_cache.hpp"
 #include "cuda/cuda_build.hpp"
 #include "cuda/cuda_eval.hpp"
+#include "cuda/device_ceilings.hpp"
 #include "cuda/worker_pool.hpp"
 #include "mblast/error.hpp"
 #include "mblast/files.hpp"
@@ -45,10 +46,6 @@ nlohmann::json empty_result(const EvalOptions& options, const fs::path& candidat
           {"flags", nlohmann::json::array()},
           {"error", nullptr},
           {"error_kind", nullptr}};
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 // One candidate on its way through evaluate_all.
@@ -105,11 +102,7 @@ void build_cuda(std::vector<Pending>& pending, const fs::path& cache_dir) {
   }
 }
 
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
-}
+}  // namespace
 
 // A worker that reports it cannot start (the device cannot be initialised, PyTorch is broken)
 // will fail for every candidate: that is a problem with the request or the machine, not with the
@@ -124,63 +117,6 @@ void refuse_unstartable(const WorkerOutcome& outcome, const EvalOptions& options
   }
   throw input_error(outcome.failure, hint);
 }
-
-// How the ceilings were measured is the worker's to say (mblast_worker/ceilings.py): a cached
-// entry is used only if that file is unchanged since, so a change of method measures them again.
-std::string ceilings_method() {
-  const auto source = read_file(worker_directory() / "mblast_worker" / "ceilings.py");
-  return "ceilings.py " + (source ? sha256_hex(*source).substr(0, 16) : std::string("unreadable"));
-}
-
-// The device's measured copy bandwidth and fp32 matmul rate, the speed-of-light ceilings.
-// Measured once per machine and device by the worker and cached, since it takes seconds (18.7 s
-// on an H100 host, call 67); `measured_seconds` gets what measuring took here, 0 when cached.
-nlohmann::json device_ceilings(const EvalOptions& options, const fs::path& cache_dir,
-                               WorkerPool& workers, double& measured_seconds) {
-  measured_seconds = 0;
-  std::string device = options.device;
-  std::replace(device.begin(), device.end(), ':', '-');
-  const fs::path path = cache_dir / "ceilings" / (host_name() + "-" + device + ".json");
-  const std::string method = ceilings_method();
-  if (std::ifstream in(path); in) {
-    try {
-      auto cached = nlohmann::json::parse(in);
-      if (cached.value("method", "") == method) return cached;
-    } catch (const nlohmann::json::parse_error&) {
-      spdlog::warn("ignoring unreadable ceilings cache {}", path.string());
-    }
-  }
-  const auto started = std::chrono::steady_clock::now();
-  auto outcome =
-      workers.call(worker_ceilings_request(options.device),
-                   options.timeout.count() > 0 ? options.timeout : std::chrono::seconds(600));
-  measured_seconds = seconds_since(started);
-  refuse_unstartable(outcome, options);
-  if (!outcome.completed || !outcome.response.value("error", nlohmann::json()).is_null()) {
-    spdlog::warn("could not measure the device's ceilings ({}); no speed-of-light figures",
-                 outcome.completed ? outcome.response["error"].dump() : outcome.failure);
-    return nullptr;
-  }
-  nlohmann::json ceilings = {
-      {"bandwidth_gbs", outcome.response["bandwidth_gbs"]},
-      {"peak_tflops", outcome.response["peak_tflops_fp32"]},
-      {"peak_tflops_tf32", outcome.response.value("peak_tflops_tf32", nlohmann::json())},
-      {"peak_tflops_bf16", outcome.response.value("peak_tflops_bf16", nlohmann::json())},
-      {"peak_tflops_fp16", outcome.response.value("peak_tflops_fp16", nlohmann::json())},
-      {"device_name", outcome.response.value("device_name", "")},
-      {"method", method},
-      {"measured_at", utc_now()}};
-  std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  // Runs of a batch share the cache: a reader sees the old file or the whole new one.
-  if (const std::error_code failed = write_file_atomically(path, ceilings.dump(2) + "\n")) {
-    spdlog::warn("could not cache the device's ceilings in {}: {}", path.string(),
-                 failed.message());
-  }
-  return ceilings;
-}
-
-}  // namespace
 
 void export_kernelbench(const fs::path& candidate, const fs::path& out, const fs::path& python) {
   const std::string text = read_input_file(candidate, "candidate");
@@ -253,10 +189,6 @@ nlohmann::json worker_eval_request(const EvalOptions& options, const fs::path& c
   };
 }
 
-nlohmann::json worker_ceilings_request(const std::string& device) {
-  return {{"op", "ceilings"}, {"device", device}};
-}
-
 fs::path default_cache_dir() {
   const char* cache = std::getenv("XDG_CACHE_HOME");
   if (cache && *cache) return fs::path(cache) / "mblast";
@@ -296,29 +228,6 @@ void log_phases(const fs::path& candidate, const nlohmann::json& result) {
   spdlog::debug("{}: correct {}, speedup {}; {}", candidate.filename().string(),
                 result.value("correct", false), result.value("speedup", nlohmann::json()).dump(),
                 phases.empty() ? "no phases reported" : phases);
-}
-
-// The worker profiles; the fractions of the device's ceilings are computed here, as for the
-// native backends (speed_of_light.hpp), each signature against its own measured time. The FLOP
-// rate is the worker's sol_peak_tflops, each arithmetic unit at its own peak (TF32 convolutions
-// under PyTorch's defaults), where it gave one; else the fp32 peak.
-void add_speed_of_light_to_signatures(nlohmann::json& result, const nlohmann::json& ceilings) {
-  const ForwardWork work = ForwardWork::from_fields(result);
-  std::optional<PeakRates> peak;
-  if (ceilings.is_object() && ceilings.value("bandwidth_gbs", nlohmann::json()).is_number() &&
-      ceilings.value("peak_tflops", nlohmann::json()).is_number()) {
-    const auto worker_peak = result.value("sol_peak_tflops", nlohmann::json());
-    const double tflops = worker_peak.is_number() && worker_peak.get<double>() > 0
-                              ? worker_peak.get<double>()
-                              : ceilings["peak_tflops"].get<double>();
-    peak = PeakRates{ceilings["bandwidth_gbs"].get<double>() * 1e6, tflops * 1e9};
-  }
-  for (const char* key : {"signature", "reference_signature"}) {
-    const auto signature = result.find(key);
-    if (signature == result.end() || !signature->is_object()) continue;
-    const auto total = signature->value("total_ms", nlohmann::json());
-    add_speed_of_light(*signature, work, peak, total.is_number() ? total.get<double>() : 0.0);
-  }
 }
 
 void refuse_task_error(const nlohmann::json& response) {

@@ -15,14 +15,13 @@
 
 namespace mblast {
 
-// The worker's requests (worker/protocol.schema.json): judging `candidate` of
+// The worker's eval request (worker/protocol.schema.json): judging `candidate` of
 // options.problem with the reference cache under cache_dir and the device's measured ceilings
-// (null: none), and measuring the device's ceilings.
+// (null: none).
 nlohmann::json worker_eval_request(const EvalOptions& options,
                                    const std::filesystem::path& candidate,
                                    const std::filesystem::path& cache_dir,
                                    const nlohmann::json& ceilings);
-nlohmann::json worker_ceilings_request(const std::string& device);
 // A request's limits from the options: --timeout, the compile allowance, the run's deadline.
 CallLimits call_limits(const EvalOptions& options);
 // options.cache_dir, else default_cache_dir(), absolute.
@@ -36,6 +35,11 @@ std::vector<nlohmann::json> split_workloads(nlohmann::json result);
 
 // "cuda" or "cuda:N" (not "cpu").
 bool is_cuda_device(const std::string& device);
+
+// Throws an input error when the worker reported that it could not start (the device cannot be
+// initialised, PyTorch is broken): every candidate would fail alike, so it is the request's or
+// the machine's problem, not the candidate's.
+void refuse_unstartable(const WorkerOutcome& outcome, const EvalOptions& options);
 
 // The result object of docs/ARCHITECTURE.md §3: correct, max_abs_err, max_rel_err, ref_ms, cand_ms,
 // speedup, flags, error, plus tolerance, timing, build and sandbox details, the worker's

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "cuda/compile_cache.hpp"
+#include "mblast/support.hpp"
 
 namespace mblast {
 
@@ -18,10 +19,6 @@ nlohmann::json compared_part(nlohmann::json request) {
   request.erase("candidate");
   request.erase("hold");
   return request;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "mblast/error.hpp"
+#include "mblast/support.hpp"
 #include "opencl/forward_pass.hpp"
 
 namespace mblast::opencl {
@@ -13,10 +14,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 [[noreturn]] void malformed(const std::string& what) {
   throw input_error("the bundles' GEMM record is malformed: " + what,

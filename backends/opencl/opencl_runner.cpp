@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "mblast/error.hpp"
+#include "mblast/support.hpp"
 #include "opencl/cl.hpp"
 #include "opencl/forward_pass.hpp"
 #include "opencl/opencl_candidate.hpp"
@@ -19,10 +20,6 @@ using Clock = std::chrono::steady_clock;
 
 // OpenCL C 1.2 for every driver; the argument info lets the runner check the plan's arguments.
 constexpr const char* kBuildOptions = "-cl-std=CL1.2 -cl-kernel-arg-info";
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 Candidate parse_or_fail(const std::string& text) {
   try {

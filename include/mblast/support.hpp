@@ -1,5 +1,6 @@
 #pragma once
 // Small utilities every layer uses: content hashes, timestamps, mblast's own binary, percentiles.
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -9,6 +10,9 @@ namespace mblast {
 
 // "2026-11-29T16:09:51.123Z"
 std::string utc_now();
+
+// Seconds of the steady clock since `start`.
+double seconds_since(std::chrono::steady_clock::time_point start);
 
 // Lower-case hex SHA-256 of data.
 std::string sha256_hex(std::string_view data);

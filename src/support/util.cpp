@@ -55,6 +55,10 @@ std::string utc_now() {
   return buffer;
 }
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 std::filesystem::path default_kb_path() {
   if (const char* explicit_path = std::getenv("MBLAST_KB"); explicit_path && *explicit_path) {
     return explicit_path;
