@@ -150,6 +150,20 @@ def _percentile(sorted_values: List[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
+def median_uncertainty(samples: List[float]) -> float:
+    """Half the width of a distribution-free 95 % confidence interval of the median (the order
+    statistics n/2 -+ 0.98 sqrt(n)), relative to the median; inf for fewer than 3 samples or a
+    median of 0."""
+    n = len(samples)
+    if n < 3:
+        return math.inf
+    ordered = sorted(samples)
+    spread = 0.98 * math.sqrt(n)
+    lo, hi = max(0, math.floor(n / 2 - spread)), min(n - 1, math.ceil(n / 2 + spread))
+    median = statistics.median(ordered)
+    return (ordered[hi] - ordered[lo]) / (2 * median) if median > 0 else math.inf
+
+
 def summarize(samples: List[float]) -> TimingStats:
     ordered = sorted(samples)
     return TimingStats(

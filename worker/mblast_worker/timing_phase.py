@@ -21,7 +21,7 @@ from .loader import describe
 from .request import TimingConfig
 from .session import Session
 from .tensors import clone_all, detached, drop_state_history
-from .timing import Measurement, hides_device_work, make_timer, spin_up, summarize
+from .timing import Measurement, hides_device_work, make_timer, median_uncertainty, spin_up, summarize
 from .verify import matches
 
 TIMING_SEED_BASE: int = 1_000_003
@@ -29,6 +29,10 @@ ONE_SET_INPUT_BYTES: int = 64 << 20  # inputs beyond this use one input set
 WARMUP_S: float = 0.05  # warm-up calls per contender last at least this long (and cfg.warmup calls)
 RUNS_BUDGET_S: float = 0.4  # timed runs per contender are capped to about this much time...
 MIN_RUNS: int = 20  # ...but never fewer than this (or cfg.runs, if smaller)
+# Timing ends before the run count once every contender's median is known within this (95 %
+# confidence, relative; timing.median_uncertainty): quiet GPU kernels settle in a few dozen runs,
+# and the runs beyond are most of a step's time on small problems.
+SETTLED_MEDIAN: float = 0.005
 # After the timed rounds, reference and candidate are called once on each of a few input sets
 # never seen before: a candidate that remembers answers by the inputs' exact contents (which the
 # staleness checks cannot tell from computing them) is fast only on inputs it has seen.
@@ -127,13 +131,7 @@ def run_timing(s: Session, tol: Tol, rel_l2_limit: float, eager_err: float, cfg:
     with s.phases.phase("spin_up"):
         spin_up(s.device)
     runs = _warm_up(contenders, measure, n_sets, cfg)
-    for i in range(runs):
-        k = i % n_sets
-        last_round[0] = i >= runs - checked_sets
-        for c in contenders if i % 2 == 0 else contenders[::-1]:
-            m = measure(c, k)
-            c.ms.append(m.ms)
-            c.hidden_ms.append(m.hidden_ms)
+    timed_rounds(contenders, measure, runs, n_sets, checked_sets, last_round)
     _report(s, contenders)
     by_name = {c.name: c for c in contenders}
     with s.phases.phase("fresh_inputs"):
@@ -161,6 +159,30 @@ def _warm_up(contenders: List[Contender], measure: Callable[[Contender, int], Me
         return cfg.runs
     fit = int(RUNS_BUDGET_S / slowest)
     return max(min(MIN_RUNS, cfg.runs), min(cfg.runs, fit))
+
+
+def timed_rounds(contenders: List[Contender], measure: Callable[[Contender, int], Measurement], runs: int,
+                 n_sets: int, checked_sets: int, last_round: List[bool]) -> int:
+    """Rounds of one timed call per contender, the order reversed every other round and the input
+    set rotating; at most `runs` of them, fewer once every median has settled (SETTLED_MEDIAN,
+    judged after MIN_RUNS rounds, at whole turns of the input sets). The last `checked_sets`
+    rounds are flagged in last_round[0] (the candidate keeps their outputs); returns the rounds run."""
+    i = 0
+    while i < runs:
+        k = i % n_sets
+        last_round[0] = i >= runs - checked_sets
+        for c in contenders if i % 2 == 0 else contenders[::-1]:
+            m = measure(c, k)
+            c.ms.append(m.ms)
+            c.hidden_ms.append(m.hidden_ms)
+        i += 1
+        if i >= MIN_RUNS and i % n_sets == 0 and i + checked_sets < runs and _settled(contenders):
+            runs = i + checked_sets  # the last rounds, whose outputs are checked, still to come
+    return runs
+
+
+def _settled(contenders: List[Contender]) -> bool:
+    return all(median_uncertainty(c.ms) <= SETTLED_MEDIAN for c in contenders)
 
 
 def _timed_call(s: Session, c: Contender, timer: Any, call: Callable[[], Any], when: str) -> Measurement:
