@@ -9,7 +9,9 @@ the judge's and the loop's own cost, the "overhead" column. Of it, "outside work
 spent outside the worker's request (waiting for a worker to start, the loop, the driver); the
 rest is the judge's own checks and timing. Issue 21 asks for an overhead of at most
 2 s per step on problems whose eager time is under 10 ms; the summary counts the steps over it
-and gives the worker's phases over those steps (median, p90, max: where the overhead goes).
+and gives the worker's phases over those steps (median, p90, max: where the overhead goes). A
+step that judged several workloads in one worker (a SOL-ExecBench problem) has its load, first
+calls and worker time summed over them, and is held to the limit per workload.
 """
 
 from __future__ import annotations
@@ -62,16 +64,25 @@ def step_row(run: Path, step: Dict[str, Any], eager_ms: Optional[float]) -> Opti
     result: Dict[str, Any] = (json.loads(result_file.read_text(encoding="utf-8"))
                               if result_file.is_file() and not skipped else {})
     phases = result.get("phase_seconds") or {}
+    per_workload = workload_phases(result) or [phases]
     build = number(result.get("build_seconds"))
-    load = number(phases.get("load"))
-    first_call = number(phases.get("trials/first_call"))
-    worker = number(phases.get("total"))
+    load = sum(number(p.get("load")) for p in per_workload)
+    first_call = sum(number(p.get("trials/first_call")) for p in per_workload)
+    worker = sum(number(p.get("total")) for p in per_workload)
     wall = float(step["seconds"])
     return {"run": run.name, "step": step.get("global_step"), "technique": step.get("technique"),
             "eager_ms": eager_ms, "wall_s": wall, "build_s": build, "load_s": load, "first_call_s": first_call,
-            "overhead_s": max(0.0, wall - build - load - first_call),
+            "overhead_s": max(0.0, wall - build - load - first_call), "workloads": len(per_workload),
             "outside_s": wall if skipped else max(0.0, wall - build - worker) if worker else None,
             "outcome": step.get("outcome"), "phases": {k: number(v) for k, v in phases.items()}}
+
+
+def workload_phases(result: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Each workload's time in the worker (total, load, first call) where one step judged several
+    (a SOL-ExecBench problem), else nothing: the result's own phases are its first workload's."""
+    workloads = [w for w in result.get("workloads") or [] if isinstance(w, dict)]
+    per = [w.get("phase_seconds") for w in workloads]
+    return per if len(per) > 1 and all(isinstance(p, dict) for p in per) else []
 
 
 def seconds(value: Optional[float]) -> str:
@@ -114,18 +125,21 @@ def main(argv: List[str]) -> int:
         for r in rows:
             print(json.dumps(r))
         return 0
-    print("| run | step | technique | eager ms | wall s | build s | load s | first call s | overhead s | outside worker s |")
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| run | step | technique | eager ms | wall s | build s | load s | first call s | overhead s | outside worker s "
+          "| workloads |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         eager = f"{r['eager_ms']:.3f}" if r["eager_ms"] is not None else "?"
         print(f"| {r['run']} | {r['step']} | {r['technique']} | {eager} | {r['wall_s']:.2f} | {r['build_s']:.2f} | "
-              f"{r['load_s']:.2f} | {r['first_call_s']:.2f} | {r['overhead_s']:.2f} | {seconds(r['outside_s'])} |")
+              f"{r['load_s']:.2f} | {r['first_call_s']:.2f} | {r['overhead_s']:.2f} | {seconds(r['outside_s'])} "
+              f"| {r['workloads']} |")
     counted = [r for r in rows if r["eager_ms"] is not None and r["eager_ms"] < args.eager_below_ms]
     if counted:
-        over = [r for r in counted if r["overhead_s"] > LIMIT_S]
-        print(f"\nsteps on problems with eager < {args.eager_below_ms:g} ms: {len(counted)}; overhead median "
-              f"{statistics.median(r['overhead_s'] for r in counted):.2f} s, max "
-              f"{max(r['overhead_s'] for r in counted):.2f} s; over {LIMIT_S:g} s: {len(over)}")
+        # A step that judged several workloads is held to the limit per workload.
+        each = [r["overhead_s"] / r["workloads"] for r in counted]
+        print(f"\nsteps on problems with eager < {args.eager_below_ms:g} ms: {len(counted)}; overhead per workload "
+              f"median {statistics.median(each):.2f} s, max {max(each):.2f} s; over {LIMIT_S:g} s: "
+              f"{sum(e > LIMIT_S for e in each)}")
         outside = [r["outside_s"] for r in counted if r["outside_s"] is not None]
         if outside:
             print(f"outside the worker's request: median {statistics.median(outside):.2f} s, max {max(outside):.2f} s")

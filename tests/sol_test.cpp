@@ -222,8 +222,12 @@ TEST_F(SolCli, ASolutionIsJudgedOnEveryWorkload) {
   EXPECT_GT(json["speedup"].get<double>(), 0);
   // One worker judged them all, as SOL-ExecBench's harness does.
   ASSERT_TRUE(json["workloads"][0]["worker_pid"].is_number()) << json["workloads"].dump();
-  for (const auto& w : json["workloads"])
+  for (const auto& w : json["workloads"]) {
     EXPECT_EQ(w["worker_pid"], json["workloads"][0]["worker_pid"]);
+    // Each workload's own time in the worker, for splitting the step's wall over them.
+    EXPECT_GT(w["phase_seconds"].value("total", 0.0), 0.0) << w.dump();
+  }
+  EXPECT_EQ(json["workloads"][0]["phase_seconds"]["total"], json["phase_seconds"]["total"]);
 }
 
 TEST_F(SolCli, TheProblemJudgedAgainstItselfIsCorrectOnEveryWorkload) {

@@ -63,6 +63,19 @@ nlohmann::json worker_pid(const EvalResult& r) {
   return worker->value("pid", nlohmann::json());
 }
 
+// The worker's time on this workload: the whole, the candidate's import and its first call
+// (compiles for this shape), so that a step's wall can be split over its workloads.
+nlohmann::json worker_phases(const EvalResult& r) {
+  const auto phases = r.extra.find("phase_seconds");
+  if (phases == r.extra.end() || !phases->is_object()) return nullptr;
+  nlohmann::json kept = nlohmann::json::object();
+  for (const char* key : {"total", "load", "trials/first_call"}) {
+    const auto value = phases->find(key);
+    if (value != phases->end() && value->is_number()) kept[key] = *value;
+  }
+  return kept;
+}
+
 nlohmann::json workload_entry(const SolWorkload& workload, const EvalResult& r) {
   return {{"uuid", workload.uuid},
           {"axes", workload.axes},
@@ -76,7 +89,8 @@ nlohmann::json workload_entry(const SolWorkload& workload, const EvalResult& r) 
           {"sol_ms", optional_json(extra_number(r, "sol_ms"))},
           {"sol_score", optional_json(extra_number(r, "sol_score"))},
           {"tolerance", workload.tolerance},
-          {"worker_pid", worker_pid(r)}};
+          {"worker_pid", worker_pid(r)},
+          {"phase_seconds", worker_phases(r)}};
 }
 
 void set_or_erase(nlohmann::json& object, const char* key, std::optional<double> value) {

@@ -37,9 +37,27 @@ def test_overhead_and_phases_of_the_counted_steps(tmp_path: Path, capsys: pytest
     assert step_wall.main([str(fast), str(slow)]) == 0
     out = capsys.readouterr().out
     assert "| fast | 1 | t | 2.000 | 5.00 | 0.00 | 0.50 | 2.00 | 2.50 | 0.50 |" in out
-    assert "eager < 10 ms: 3; overhead median 2.50 s, max 2.50 s; over 2 s: 2" in out
+    assert "eager < 10 ms: 3; overhead per workload median 2.50 s, max 2.50 s; over 2 s: 2" in out
     phases = out[out.index("| worker phase |"):].splitlines()[2:]
     # Only the three counted steps, largest median first; the slow problem's 50 s is not among them.
     assert phases[0] == "| total | 3 | 3.50 | 4.30 | 4.50 |"
     assert "| stale_checks | 3 | 1.00 | 1.80 | 2.00 |" in phases[1:3]
     assert "| timing | 3 | 0.30 | 0.38 | 0.40 |" in phases
+
+
+def test_a_step_over_several_workloads_is_split_over_them(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """14 workloads judged in one worker: the later workloads' time is the worker's, not "outside",
+    their first calls (a compile per shape) are the candidate's own, and the limit holds per workload."""
+    run = write_run(tmp_path / "sol", 0.1, [(16.0, {"load": 0.5, "trials/first_call": 2.0, "total": 3.0})])
+    result_file = run / "candidates" / "s001-builtin.json"
+    result = json.loads(result_file.read_text())
+    first = {"total": 3.0, "load": 0.5, "trials/first_call": 2.0}
+    later = {"total": 0.9, "trials/first_call": 0.2}
+    result["workloads"] = [{"uuid": "w0", "phase_seconds": first}] + [
+        {"uuid": f"w{i}", "phase_seconds": later} for i in range(1, 14)]
+    result_file.write_text(json.dumps(result))
+    assert step_wall.main([str(run)]) == 0
+    out = capsys.readouterr().out
+    # load 0.5; first calls 2.0 + 13 x 0.2 = 4.6; overhead 16 - 5.1 = 10.9; worker 3 + 13 x 0.9 = 14.7.
+    assert "| sol | 1 | t | 0.100 | 16.00 | 0.00 | 0.50 | 4.60 | 10.90 | 1.30 | 14 |" in out
+    assert "overhead per workload median 0.78 s, max 0.78 s; over 2 s: 0" in out
