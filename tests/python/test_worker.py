@@ -210,6 +210,19 @@ def test_a_memo_of_exact_inputs_is_flagged_by_new_inputs(tmp_path: Path) -> None
     assert plain["correct"] is True and "result_cache" not in plain["flags"], brief(plain)
 
 
+def test_work_once_per_input_buffer_is_not_taken_for_a_memo(tmp_path: Path) -> None:
+    """The probe writes new values into the timed buffers: a candidate that computes every answer
+    but is slow on buffers it has not met (CUDA-graph trees' bookkeeping; reduce-overhead was
+    flagged so on the GPU, call 106) keeps its gain, and a memo of contents is still caught."""
+    timing = {"runs": 10, "warmup": 2, "input_sets": 2, "l2_flush": False}
+    setup = evaluate(eval_request(problem("matmul_twice"), cpu_candidate("per_buffer_setup"), timing=timing),
+                     tmp_path / "s")
+    assert setup["correct"] is True and "result_cache" not in setup["flags"], brief(setup)
+    assert setup["speedup"] >= 1.2, brief(setup)  # the probe ran
+    memo = evaluate(eval_request(problem("matmul_twice"), cpu_candidate("exact_memo"), timing=timing), tmp_path / "m")
+    assert memo["correct"] is False and "result_cache" in memo["flags"], brief(memo)
+
+
 def test_the_candidate_runs_in_the_grad_mode_it_is_timed_in(tmp_path: Path) -> None:
     """Timed calls record autograd as KernelBench's harness times them, and every other call of the
     candidate runs in that mode too: a compiled module verified under no_grad compiles a second,

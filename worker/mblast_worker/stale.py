@@ -20,7 +20,7 @@ from .compare import Tol
 from .memory import release_cached_blocks
 from .poison import PoisonMode
 from .session import Session
-from .tensors import chunks, clone_all, flat_tensors, map_tensors, same_values
+from .tensors import chunks, clone_all, copy_values_into, flat_tensors, map_tensors, same_values
 from .verify import matches
 
 STALE_SEED: int = 2_000_003
@@ -49,16 +49,6 @@ def _permuted(values: List[Any], shift_seed: int) -> List[Any]:
 
 def _differs(a: List[Any], b: List[Any]) -> bool:
     return any(not same_values(x, y) for x, y in zip(flat_tensors(a), flat_tensors(b)))
-
-
-def _copy_into(buffers: List[Any], values: List[Any]) -> bool:
-    dst, src = flat_tensors(buffers), flat_tensors(values)
-    if len(dst) != len(src) or any(d.shape != s.shape or d.dtype != s.dtype for d, s in zip(dst, src)):
-        return False
-    with torch.no_grad():
-        for d, s in zip(dst, src):
-            d.copy_(s)
-    return True
 
 
 def _replace_block(buffers: List[Any], donor: List[Any], seed: int) -> bool:
@@ -99,7 +89,7 @@ def run_staleness_checks(s: Session, tol: Tol, rel_l2_limit: float, buffers: Opt
         return eager
 
     fresh = s.make_inputs(STALE_SEED)
-    if _differs(fresh, buffers) and _copy_into(buffers, fresh):
+    if _differs(fresh, buffers) and copy_values_into(buffers, fresh):
         del fresh
         check(buffers, STALE_SEED, "new values written into the same input buffers")
     else:
@@ -110,7 +100,7 @@ def run_staleness_checks(s: Session, tol: Tol, rel_l2_limit: float, buffers: Opt
                                            "new buffers with the same shapes and sums (values permuted)")
         if s.facts.ref_mutated_inputs:
             eager = None  # the candidate was to change those values, as the reference does
-        if _copy_into(buffers, permuted):
+        if copy_values_into(buffers, permuted):
             del permuted
             # The values the check before judged: eager's output for them stands.
             check(buffers, STALE_SEED, "the same buffers refilled with permuted values (same pointers and sums)", eager)

@@ -179,6 +179,18 @@ def nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
+def copy_values_into(buffers: List[Any], values: List[Any]) -> bool:
+    """Writes the tensors of `values` into those of `buffers` in place (same pointers, new
+    contents); False, and nothing written, where their tensors differ in number, shape or dtype."""
+    dst, src = flat_tensors(buffers), flat_tensors(values)
+    if len(dst) != len(src) or any(d.shape != v.shape or d.dtype != v.dtype for d, v in zip(dst, src)):
+        return False
+    with torch.no_grad():
+        for d, v in zip(dst, src):
+            d.copy_(v)
+    return True
+
+
 def finite_stand_ins(d: torch.Tensor) -> torch.Tensor:
     """NaN and the infinities as fixed finite values, so that sums over a digest's values stay
     finite and still move when one of them appears (the comparison's digest of an output uses the

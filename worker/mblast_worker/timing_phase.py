@@ -20,7 +20,7 @@ from .errors import CandidateRuntimeError
 from .loader import describe
 from .request import TimingConfig
 from .session import Session
-from .tensors import clone_all, detached, drop_state_history
+from .tensors import clone_all, copy_values_into, detached, drop_state_history
 from .timing import Measurement, hides_device_work, make_timer, median_uncertainty, spin_up, summarize
 from .verify import matches
 
@@ -134,9 +134,10 @@ def run_timing(s: Session, tol: Tol, rel_l2_limit: float, eager_err: float, cfg:
     timed_rounds(contenders, measure, runs, n_sets, checked_sets, last_round)
     _report(s, contenders)
     by_name = {c.name: c for c in contenders}
-    with s.phases.phase("fresh_inputs"):
-        _fresh_input_probe(s, by_name["ref"], by_name["cand"], timer, shared)
+    # Before the probe, which writes new values into these buffers.
     _check_last_outputs(s, by_name["cand"], pristine, against_eager(tol, eager_err), rel_l2_limit, shared)
+    with s.phases.phase("fresh_inputs"):
+        _fresh_input_probe(s, by_name["ref"], by_name["cand"], timer, pristine if shared else None)
     return TimedResult(cand_buffers=pristine[0])
 
 
@@ -210,20 +211,24 @@ def _drop_state_history(c: Contender) -> None:
             raise
 
 
-def _fresh_input_probe(s: Session, ref: Contender, cand: Contender, timer: Any, shared: bool) -> None:
+def _fresh_input_probe(s: Session, ref: Contender, cand: Contender, timer: Any,
+                       buffers: Optional[List[List[Any]]]) -> None:
     """Flags a candidate whose gain holds only on inputs it was timed on before (result_cache):
     slow on new inputs against its timed median, and again against itself re-timed now on inputs
     it has seen (one round of single calls can be slowed by a busy machine; a memo is slow on
-    every new input)."""
+    every new input). The new values are written into the timed input buffers (`buffers`, shared by
+    the contenders) where they are given: a memo of contents must compute them, while work done
+    once per buffer address (CUDA-graph trees' input bookkeeping) is not counted against a
+    candidate; a memo keyed by the address answers stale results, which the staleness checks see."""
     if s.resp.speedup is None or s.resp.speedup < MEMO_MIN_GAIN:
         return
     sets = FRESH_SETS if s.facts.input_bytes <= ONE_SET_INPUT_BYTES else 3
-    found = _memo_slowdown(_fresh_times(s, (ref, cand), timer, shared, FRESH_SEED_BASE, sets),
+    found = _memo_slowdown(_fresh_times(s, (ref, cand), timer, buffers, FRESH_SEED_BASE, sets),
                            {"ref": s.resp.ref_ms, "cand": s.resp.cand_ms})
     if found is None:
         return
     seen = _alternating_times(s, (ref, cand), timer, sets, lambda k: lambda c: c.calls[0], "on inputs seen before")
-    again = _fresh_times(s, (ref, cand), timer, shared, FRESH_SEED_BASE + sets, sets)
+    again = _fresh_times(s, (ref, cand), timer, buffers, FRESH_SEED_BASE + sets, sets)
     if _memo_slowdown(again, {name: statistics.median(ms) for name, ms in seen.items()}) is None:
         return
     cand_ratio, ref_ratio = found
@@ -233,13 +238,20 @@ def _fresh_input_probe(s: Session, ref: Contender, cand: Contender, timer: Any, 
                     "seen: its speed comes from remembering inputs")
 
 
-def _fresh_times(s: Session, contenders: Tuple[Contender, Contender], timer: Any, shared: bool, seed: int,
-                 sets: int) -> Dict[str, List[float]]:
-    """One call of each contender on each of `sets` input sets never seen before, order alternated."""
+def _fresh_times(s: Session, contenders: Tuple[Contender, Contender], timer: Any, buffers: Optional[List[List[Any]]],
+                 seed: int, sets: int) -> Dict[str, List[float]]:
+    """One call of each contender on each of `sets` input sets never seen before, order alternated:
+    their values written into the timed buffers (buffers[k], whose calls are c.calls[k]) where
+    given, else in new tensors (a copy per contender: the reference changes its inputs)."""
 
     def calls_on_new_inputs(k: int) -> Callable[[Contender], Callable[[], Any]]:
         inputs = s.make_inputs(seed + k)  # dropped with the closure, before the next set is made
-        return lambda c: c.make_call(inputs if shared else clone_all(inputs))
+        if buffers is not None:
+            n = k % len(buffers)
+            if copy_values_into(buffers[n], inputs):
+                return lambda c: c.calls[n]
+            return lambda c: c.make_call(inputs)
+        return lambda c: c.make_call(clone_all(inputs))
 
     return _alternating_times(s, contenders, timer, sets, calls_on_new_inputs, "on new inputs")
 
