@@ -241,8 +241,9 @@ def _fresh_input_probe(s: Session, ref: Contender, cand: Contender, timer: Any,
 def _fresh_times(s: Session, contenders: Tuple[Contender, Contender], timer: Any, buffers: Optional[List[List[Any]]],
                  seed: int, sets: int) -> Dict[str, List[float]]:
     """One call of each contender on each of `sets` input sets never seen before, order alternated:
-    their values written into the timed buffers (buffers[k], whose calls are c.calls[k]) where
-    given, else in new tensors (a copy per contender: the reference changes its inputs)."""
+    their values written into the timed buffers where given (round k into buffers[k % len(buffers)],
+    whose calls are c.calls[k % len(buffers)]), else in new tensors (a copy per contender: the
+    reference changes its inputs)."""
 
     def calls_on_new_inputs(k: int) -> Callable[[Contender], Callable[[], Any]]:
         inputs = s.make_inputs(seed + k)  # dropped with the closure, before the next set is made
