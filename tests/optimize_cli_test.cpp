@@ -14,6 +14,7 @@
 #include "mblast/child.hpp"
 #include "mblast/kb.hpp"
 #include "mblast/python.hpp"
+#include "mblast/support.hpp"
 #include "test_support.hpp"
 
 namespace mblast {
@@ -71,8 +72,7 @@ class OptimizeCli : public ::testing::Test {
                          "replay:" + test_file("fixtures/optimize/relu_actor_hangs.jsonl"),
                          "--time-limit", "0.5", "--json"}),
                    env);
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const double seconds = seconds_since(started);
     ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
     const auto summary = nlohmann::json::parse(result.out);
     EXPECT_EQ(summary["status"], "budget");

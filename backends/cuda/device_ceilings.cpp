@@ -2,8 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -21,12 +19,6 @@ namespace mblast {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
-}
 
 // How the ceilings were measured is the worker's to say (mblast_worker/ceilings.py): a cached
 // entry is used only if that file is unchanged since, so a change of method measures them again.

@@ -16,6 +16,7 @@
 #include "mblast/child.hpp"
 #include "mblast/error.hpp"
 #include "mblast/process.hpp"
+#include "mblast/support.hpp"
 
 namespace mblast {
 namespace {
@@ -438,7 +439,7 @@ void WorkerPool::run(Exchange& x, bool stop_at_hold) {
       x.clock->progress(*object, x.outcome);
       const json& event = (*object)["progress"];
       spdlog::debug("worker {}: {} after {:.2f} s", child.pid(), event.dump(),
-                    std::chrono::duration<double>(Clock::now() - x.sent).count());
+                    seconds_since(x.sent));
       if (event == "timing" || event == "timed") set_quiet(event == "timing");
       if (event == "held" && stop_at_hold) {
         x.held = true;
@@ -448,7 +449,7 @@ void WorkerPool::run(Exchange& x, bool stop_at_hold) {
       response = std::move(object);
     }
   }
-  x.outcome.seconds = std::chrono::duration<double>(Clock::now() - x.sent).count();
+  x.outcome.seconds = seconds_since(x.sent);
   if (response) {
     x.outcome.completed = true;
     x.outcome.response = std::move(*response);
@@ -467,7 +468,7 @@ void WorkerPool::run(Exchange& x, bool stop_at_hold) {
   }
   const auto deadline = x.clock->deadline();
   const ProcessResult result = end_worker(x, deadline);
-  x.outcome.seconds = std::chrono::duration<double>(Clock::now() - x.sent).count();
+  x.outcome.seconds = seconds_since(x.sent);
   if (result.timed_out) {
     x.outcome.limit = x.clock->what(deadline);
     const bool total = x.limits.total.count() > 0 && deadline >= x.sent + x.limits.total;

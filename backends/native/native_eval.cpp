@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "mblast/eval_options.hpp"
+#include "mblast/support.hpp"
 #include "native/native_backend.hpp"
 #include "native/native_eval.hpp"
 
@@ -128,8 +129,7 @@ nlohmann::json evaluate_native(const EvalOptions& options, const fs::path& candi
   }
   result["signature"] =
       run.error_kind.empty() ? backend.signature(run, bundles) : nlohmann::json::object();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double seconds = seconds_since(started);
   result["eval_seconds"] = seconds;
   result["wall_seconds"] = seconds;
   return result;

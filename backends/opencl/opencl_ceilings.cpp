@@ -1,7 +1,6 @@
 #include "opencl/opencl_ceilings.hpp"
 
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -110,12 +109,6 @@ nlohmann::json measure_mad(const cl::Context& context, const cl::CommandQueue& q
           {"flops", flops},
           {"ms", ms},
           {"gflops", flops / (ms * 1e-3) / 1e9}};
-}
-
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
 }
 
 // A file name part: letters, digits, '.', '_' and '-' kept, anything else '-'.

@@ -206,7 +206,7 @@ Build build_candidate(const BuildRequest& request) {
   }
   build.ok = result["ok"].get<bool>();
   build.log = result.value("log", "");
-  build.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  build.seconds = seconds_since(start);
   return build;
 }
 

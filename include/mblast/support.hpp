@@ -11,6 +11,9 @@ namespace mblast {
 // "2026-11-29T16:09:51.123Z"
 std::string utc_now();
 
+// This machine's host name ("localhost" where it cannot be read): ceilings caches are per host.
+std::string host_name();
+
 // Seconds of the steady clock since `start`.
 double seconds_since(std::chrono::steady_clock::time_point start);
 

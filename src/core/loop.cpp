@@ -378,9 +378,7 @@ void Loop::leave_calibration_out_of_the_time_limit() {
       *calibration));
 }
 
-double Loop::run_seconds() const {
-  return resumed_.seconds + std::chrono::duration<double>(Clock::now() - started_).count();
-}
+double Loop::run_seconds() const { return resumed_.seconds + seconds_since(started_); }
 
 std::optional<std::string> Loop::budget_spent() const {
   if (options_.time_limit_minutes &&
@@ -708,7 +706,7 @@ StepRecord Loop::step_record(StepRecord record, const std::vector<Evaluation>& e
   record.tokens_total = u.tokens;
   record.cost_total_usd = u.cost_usd;
   record.evaluations_total = static_cast<int>(evaluations_total());
-  record.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  record.seconds = seconds_since(started);
   record.run_seconds = run_seconds();
   return record;
 }

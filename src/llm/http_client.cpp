@@ -6,6 +6,7 @@
 
 #include "llm/common.hpp"
 #include "llm/http.hpp"
+#include "mblast/support.hpp"
 
 namespace mblast::llm_detail {
 
@@ -90,7 +91,7 @@ LlmResponse HttpLlmClient::complete(const LlmRequest& request) {
       std::string problem;
       if (std::optional<LlmResponse> response = parse_answer(reply, problem)) {
         response->attempts = attempts;
-        response->latency_s = std::chrono::duration<double>(Clock::now() - start).count();
+        response->latency_s = seconds_since(start);
         response->provider = provider_;
         response->model = model_;
         response->truncated = response->finish_reason == "length";

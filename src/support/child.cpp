@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "mblast/support.hpp"
 #include "support/spawn.hpp"
 
 namespace mblast {
@@ -260,7 +261,7 @@ ProcessResult Child::finish(Deadline deadline) {
   state.out_pos = state.scanned = 0;
   result.err = state.err_text();
   result.output_truncated = state.out_overflow || state.err_truncated;
-  result.wall_seconds = std::chrono::duration<double>(Clock::now() - state.start).count();
+  result.wall_seconds = seconds_since(state.start);
   state.result = result;
   return result;
 }

@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -53,6 +55,12 @@ std::string utc_now() {
   std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
   return buffer;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
