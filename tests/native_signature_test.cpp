@@ -26,11 +26,17 @@ TEST(NativeSignature, SpeedOfLightIsTheLargerFloorOverTheMeasuredValue) {
   EXPECT_DOUBLE_EQ(signature["compute_sol_fraction"].get<double>(), 0.1);
   EXPECT_DOUBLE_EQ(signature["sol_fraction"].get<double>(), 0.25);
 
-  nlohmann::json with_inputs = nlohmann::json::object();
-  // 300 input bytes read and written at 100 per unit: 6 units of the measured 40.
-  add_speed_of_light(with_inputs, {4000.0, 1000.0, 300.0}, PeakRates{100, 1000}, 40);
-  EXPECT_DOUBLE_EQ(with_inputs["input_copy_fraction"].get<double>(), 0.15);
-  EXPECT_FALSE(signature.contains("input_copy_fraction"));
+  nlohmann::json with_inputs = {{"launch_overhead_fraction", 0.5}};
+  // 300 input and 100 output bytes, each read and written at 100 per unit: 8 units of the
+  // measured 40; the device idle for half of them, so a graph can save at most 0.5 - 0.2.
+  add_speed_of_light(with_inputs, {4000.0, 1000.0, 300.0, 100.0}, PeakRates{100, 1000}, 40);
+  EXPECT_DOUBLE_EQ(with_inputs["graph_copy_fraction"].get<double>(), 0.2);
+  EXPECT_DOUBLE_EQ(with_inputs["graph_headroom"].get<double>(), 0.3);
+  EXPECT_FALSE(signature.contains("graph_copy_fraction"));
+  nlohmann::json no_profile = nlohmann::json::object();
+  add_speed_of_light(no_profile, {4000.0, 1000.0, 300.0, 100.0}, PeakRates{100, 1000}, 40);
+  EXPECT_TRUE(no_profile.contains("graph_copy_fraction"));
+  EXPECT_FALSE(no_profile.contains("graph_headroom")) << "no idle fraction, no headroom";
 
   nlohmann::json without_rates = nlohmann::json::object();
   add_speed_of_light(without_rates, {4000.0, 1000.0}, std::nullopt, 40);

@@ -15,10 +15,11 @@ namespace mblast {
 struct ForwardWork {
   std::optional<double> flops;
   std::optional<double> min_bytes;
-  std::optional<double> input_bytes;  // the inputs alone (CUDA)
+  std::optional<double> input_bytes;   // the inputs alone (CUDA)
+  std::optional<double> output_bytes;  // the outputs alone (CUDA)
 
-  // The "flops" and "min_bytes" fields of an object (the CUDA worker's response; a bundle's
-  // recorded "work"), each where it is a number >= 0.
+  // The "flops", "min_bytes", "input_bytes" and "output_bytes" fields of an object (the CUDA
+  // worker's response; a bundle's recorded "work"), each where it is a number >= 0.
   static ForwardWork from_fields(const nlohmann::json& object);
   // A bundle's meta.json: its "work" object.
   static ForwardWork from_meta(const nlohmann::json& bundle_meta);
@@ -38,9 +39,12 @@ struct PeakRates {
 // measured its DRAM traffic "ncu"."metrics"."dram_bytes_ratio" (those bytes over min_bytes), and,
 // given rates and a measured value > 0: "memory_sol_fraction" (min_bytes at the peak byte rate,
 // over the measured value), "compute_sol_fraction" (FLOPs at the peak FLOP rate, over it) and
-// "sol_fraction" (the larger), the names the seed states' conditions use; and, given input_bytes,
-// "input_copy_fraction": one copy of the inputs (read and written) at the peak byte rate over the
-// measured value, the least that replaying a CUDA graph with static input buffers adds.
+// "sol_fraction" (the larger), the names the seed states' conditions use; and, given input_bytes
+// and output_bytes, "graph_copy_fraction": one copy of the inputs and one of the outputs (each read
+// and written) at the peak byte rate over the measured value, the least that replaying a CUDA graph
+// adds (inputs copied into its static buffers, outputs cloned out of them), with, where the
+// signature has "launch_overhead_fraction" (the device idle between kernels, all that a graph can
+// remove), "graph_headroom": that fraction less graph_copy_fraction, the most a graph can save.
 void add_speed_of_light(nlohmann::json& signature, const ForwardWork& work,
                         const std::optional<PeakRates>& peak, double measured);
 

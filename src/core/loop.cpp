@@ -417,13 +417,13 @@ std::optional<StepRecord> Loop::step(int iteration, int step_in_iteration, int g
   const std::vector<Evaluation> evaluations = produce(*choice, global);
   record.claims_shown = std::exchange(claims_shown_, {});
   record.inner = evaluations.back().inner.filename().string();
-  end_graph_round(*choice, evaluations.back());
   tried_.insert({choice->base.file.string(),
                  tried_name(choice->technique.id, slots_[choice->slot].id, choice->base)});
   const Evaluation& final = evaluations.back();
   note_if_it_changes_nothing(choice->technique, final.outcome);
   take_compile_baseline(choice->technique, choice->base.is_reference(), final.result);
   const Scored scored = score(final);
+  end_graph_round(*choice, final, scored.improved);
   rollout_.push_back(trajectory_step(global, *choice, final, scored));
   // The LLM critic is asked outside the KB transaction; the rule-based one inside.
   const auto verdict = ask_the_critic(rollout_.back());

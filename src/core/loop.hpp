@@ -126,7 +126,7 @@ class Loop {
   enum class GraphRound { off, pending, legal, illegal };
   std::optional<Choice> graph_round_choice(const Classification& state,
                                            const SelectorConfig& selector);
-  void end_graph_round(const Choice& choice, const optimize_detail::Evaluation& final);
+  void end_graph_round(const Choice& choice, const optimize_detail::Evaluation& final, bool faster);
   void restore_graph_round(const StepRecord& record);
   bool wraps_in_graph(const TechniqueRow& technique) const;
   // A whole-model CUDA graph chosen by the selector that becomes the best stays the outermost

@@ -1,9 +1,9 @@
 // The model-level optimizer's parts of the loop (ModelBlaster): the Model's region windows as slots
 // (--regions), and the graph-first round (--graph-first): the run's first step judges the whole
-// model in a CUDA graph; where that is correct, every later built-in candidate is judged inside
-// such a graph, the graph staying the outermost wrapper, and later steps build on the candidate
-// without it. Without --graph-first the same holds from the step where the selector's CUDA graph
-// becomes the best.
+// model in a CUDA graph; where that is correct and faster, every later built-in candidate is
+// judged inside such a graph, the graph staying the outermost wrapper, and later steps build on the
+// candidate without it. Without --graph-first the same holds from the step where the selector's
+// CUDA graph becomes the best.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -125,15 +125,28 @@ std::optional<Loop::Choice> Loop::graph_round_choice(const Classification& state
   return std::nullopt;
 }
 
-void Loop::end_graph_round(const Choice& choice, const Evaluation& final) {
+// The round's graph is the baseline of later candidates only where it is correct and faster than
+// the reference: a graph that loses (its inputs copied in and outputs cloned out each call cost
+// more than the launches it saves: level3/17_SqueezeNetFireModule at 0.82x on an H100, call 110)
+// would hold back every candidate judged inside it.
+void Loop::end_graph_round(const Choice& choice, const Evaluation& final, bool faster) {
   if (graph_round_ != GraphRound::pending || !is_graph_transform(choice.technique)) return;
-  const bool legal = final.outcome == Outcome::correct;
-  graph_round_ = legal ? GraphRound::legal : GraphRound::illegal;
-  note(legal ? "--graph-first: the whole model runs in a CUDA graph; later built-in candidates "
-               "are judged inside one"
-             : "--graph-first: the whole model cannot run in a CUDA graph (" +
-                   final.result.error.value_or(std::string(to_string(final.outcome))) +
-                   "); candidates are judged as they are");
+  const bool correct = final.outcome == Outcome::correct;
+  graph_round_ = correct && faster ? GraphRound::legal : GraphRound::illegal;
+  if (graph_round_ == GraphRound::legal) {
+    note(
+        "--graph-first: the whole model runs faster in a CUDA graph; later built-in candidates "
+        "are judged inside one");
+  } else if (correct) {
+    note(fmt::format(
+        "--graph-first: the whole model in a CUDA graph is correct but not faster than the "
+        "reference ({:.3f}x); candidates are judged as they are",
+        final.result.speedup.value_or(0.0)));
+  } else {
+    note("--graph-first: the whole model cannot run in a CUDA graph (" +
+         final.result.error.value_or(std::string(to_string(final.outcome))) +
+         "); candidates are judged as they are");
+  }
 }
 
 void Loop::restore_graph_round(const StepRecord& record) {
@@ -143,7 +156,8 @@ void Loop::restore_graph_round(const StepRecord& record) {
     graph_round_ = GraphRound::illegal;
     return;
   }
-  graph_round_ = record.outcome == Outcome::correct ? GraphRound::legal : GraphRound::illegal;
+  graph_round_ = record.outcome == Outcome::correct && record.improved ? GraphRound::legal
+                                                                       : GraphRound::illegal;
 }
 
 // torch.compile over a forward that captures a CUDA graph fails in the capture

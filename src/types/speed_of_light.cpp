@@ -30,6 +30,7 @@ ForwardWork ForwardWork::from_fields(const nlohmann::json& object) {
   work.flops = positive(object, "flops");
   work.min_bytes = positive(object, "min_bytes");
   work.input_bytes = positive(object, "input_bytes");
+  work.output_bytes = positive(object, "output_bytes");
   return work;
 }
 
@@ -57,8 +58,13 @@ void add_speed_of_light(nlohmann::json& signature, const ForwardWork& work,
   if (compute) signature["compute_sol_fraction"] = *compute;
   if (memory || compute)
     signature["sol_fraction"] = std::max(memory.value_or(0), compute.value_or(0));
-  if (work.input_bytes && peak->bytes > 0) {
-    signature["input_copy_fraction"] = 2 * *work.input_bytes / peak->bytes / measured;
+  if (work.input_bytes && work.output_bytes && peak->bytes > 0) {
+    const double copies = 2 * (*work.input_bytes + *work.output_bytes) / peak->bytes / measured;
+    signature["graph_copy_fraction"] = copies;
+    if (const auto idle = signature.find("launch_overhead_fraction");
+        idle != signature.end() && idle->is_number()) {
+      signature["graph_headroom"] = idle->get<double>() - copies;
+    }
   }
 }
 
