@@ -206,7 +206,9 @@ def test_a_memo_of_exact_inputs_is_flagged_by_new_inputs(tmp_path: Path) -> None
     timing = {"runs": 10, "warmup": 2, "input_sets": 2, "l2_flush": False}
     memo = evaluate(eval_request(problem("matmul_medium"), cpu_candidate("exact_memo"), timing=timing), tmp_path / "m")
     assert memo["correct"] is False and "result_cache" in memo["flags"], brief(memo)
-    assert any("inputs it had not seen" in note for note in memo["notes"]), memo["notes"]
+    note = next((n for n in memo["notes"] if "inputs it had not seen" in n), None)
+    assert note is not None, memo["notes"]
+    assert "new inputs [" in note and "seen [" in note, note  # the times the verdict rests on
     plain = evaluate(eval_request(problem("matmul_medium"), problem("matmul_medium"), timing=timing), tmp_path / "p")
     assert plain["correct"] is True and "result_cache" not in plain["flags"], brief(plain)
 

@@ -223,8 +223,8 @@ def _fresh_input_probe(s: Session, ref: Contender, cand: Contender, timer: Any,
     if s.resp.speedup is None or s.resp.speedup < MEMO_MIN_GAIN:
         return
     sets = FRESH_SETS if s.facts.input_bytes <= ONE_SET_INPUT_BYTES else 3
-    found = _memo_slowdown(_fresh_times(s, (ref, cand), timer, buffers, FRESH_SEED_BASE, sets),
-                           {"ref": s.resp.ref_ms, "cand": s.resp.cand_ms})
+    fresh = _fresh_times(s, (ref, cand), timer, buffers, FRESH_SEED_BASE, sets)
+    found = _memo_slowdown(fresh, {"ref": s.resp.ref_ms, "cand": s.resp.cand_ms})
     if found is None:
         return
     seen = _alternating_times(s, (ref, cand), timer, sets, lambda k: lambda c: c.calls[0], "on inputs seen before")
@@ -235,7 +235,14 @@ def _fresh_input_probe(s: Session, ref: Contender, cand: Contender, timer: Any,
     s.resp.add_flag("result_cache")
     s.resp.add_note(f"on inputs it had not seen, the candidate took {cand_ratio:.2f}x its timed median "
                     f"(the reference {ref_ratio:.2f}x), and again against itself re-timed on inputs it had "
-                    "seen: its speed comes from remembering inputs")
+                    f"seen: its speed comes from remembering inputs (ms, candidate: timed {s.resp.cand_ms:.4g}, "
+                    f"new inputs {_ms_list(fresh['cand'])}, seen {_ms_list(seen['cand'])}, new again "
+                    f"{_ms_list(again['cand'])}; reference: timed {s.resp.ref_ms:.4g}, new inputs "
+                    f"{_ms_list(fresh['ref'])}; {'written into the timed buffers' if buffers else 'new tensors'})")
+
+
+def _ms_list(ms: List[float]) -> str:
+    return "[" + ", ".join(f"{m:.4g}" for m in ms) + "]"
 
 
 def _fresh_times(s: Session, contenders: Tuple[Contender, Contender], timer: Any, buffers: Optional[List[List[Any]]],
