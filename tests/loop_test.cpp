@@ -43,6 +43,7 @@ class FakeBackend : public Backend {
   // Set: the backend measures its own baseline (as native backends do) instead of the reference.
   std::optional<EvalResult> measured;
   std::optional<EvalResult> measured_baseline() override { return measured; }
+  nlohmann::json signature = {{"total_ms", 1.0}, {"kernel_count", 3}};  // every evaluation's
   std::string hardware(const EvalResult&) override { return hardware_name; }
   Artifact build(const fs::path& candidate) override { return {candidate}; }
 
@@ -66,7 +67,7 @@ class FakeBackend : public Backend {
     }
     r.device_name = "fake GPU";
     r.torch_version = "2.11.0";
-    r.signature = ProfileSignature::from_json({{"total_ms", 1.0}, {"kernel_count", 3}});
+    r.signature = ProfileSignature::from_json(signature);
     std::optional<double> speedup;
     if (text.rfind("# reference", 0) == 0) {
       speedup = 1.0;
@@ -1453,6 +1454,26 @@ TEST_F(LoopTest, AGraphRoundThatLosesLeavesCandidatesAsTheyAre) {
   std::ifstream log(run_dir().log_file());
   const std::string logged((std::istreambuf_iterator<char>(log)), {});
   EXPECT_NE(logged.find("correct but not faster than the reference (0.820x)"), std::string::npos);
+}
+
+// A model whose device is never idle between kernels gains nothing from a graph: no round is run.
+TEST_F(LoopTest, NoGraphRoundWhereAGraphCannotPay) {
+  backend_.signature["launch_overhead_fraction"] = 0.0;
+  backend_.signature["graph_headroom"] = -0.22;
+  backend_.speedups = {{"cuda_graph", 0.82}, {"torch_compile", 1.6}};
+  auto o = options(1);
+  o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-cuda-graph"};
+  o.graph_first = true;
+  run_builtins(o);
+  const auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0]["technique"], "cuda/builtin-torch-compile");
+  std::ifstream log(run_dir().log_file());
+  const std::string logged((std::istreambuf_iterator<char>(log)), {});
+  EXPECT_NE(
+      logged.find("a whole-model CUDA graph cannot pay here (graph_headroom = -0.22 (< 0.02))"),
+      std::string::npos)
+      << logged;
 }
 
 // The round takes the graph built-in only where the technique selector would: not a deprecated one.

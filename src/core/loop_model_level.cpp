@@ -120,6 +120,14 @@ std::optional<Loop::Choice> Loop::graph_round_choice(const Classification& state
     return choice;
   }
   graph_round_ = GraphRound::illegal;
+  for (const auto& technique : all) {
+    if (!is_graph_transform(technique)) continue;
+    const std::string why = avoided_because(technique, current_.signature.metrics());
+    if (why.empty()) continue;
+    note("--graph-first: a whole-model CUDA graph cannot pay here (" + why +
+         "); candidates are judged as they are");
+    return std::nullopt;
+  }
   note("--graph-first: no CUDA-graph built-in may run here (a GPU, the catalogue's " +
        std::string(kGraphTransform) + " built-in, --technique); candidates are judged as they are");
   return std::nullopt;
