@@ -11,8 +11,11 @@
 # implies, the table (states_check.md) and its JSON (states_check.json). Problems already judged
 # are kept (a second call goes on where a device call's time limit stopped the first). Before the
 # problems it records what ncu is and whether it reads counters here (ncu.txt). PER_PROBLEM=S
-# bounds one problem (default 240 s); KERNELS=N is the launch limit (eval --ncu-kernels). The
-# problems' JSON and logs also land in $OUT/states/states.tar.gz.
+# bounds one problem (default 240 s); KERNELS=N is the launch limit (eval --ncu-kernels);
+# DEADLINE_S=S starts no problem that might not end S seconds after the script's start (by the
+# longest problem so far), so that the table and the archive are always written inside a device
+# call's limit (call 111 was cut by its timeout before either). The problems' JSON
+# and logs also land in $OUT/states/states.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 levels=${1:-1 2 3}
@@ -20,6 +23,8 @@ out=${OUT:-states-results}/states
 export LD_LIBRARY_PATH=$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 command -v bwrap >/dev/null || export PATH=$PWD/.device/bin:$PATH
 mkdir -p "$out/json" "$out/log"
+t0=$(date +%s)
+longest=30
 {
   command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu
   ncu --version 2>&1 | tail -2
@@ -32,12 +37,18 @@ for level in $levels; do
     name=level${level}_$(basename "$problem" .py)
     [ -s "$out/json/$name.json" ] && continue
     start=$(date +%s)
+    if [ -n "${DEADLINE_S:-}" ] && (( start - t0 + longest > DEADLINE_S )); then
+      echo "states_check.sh: DEADLINE_S=$DEADLINE_S reached; $name and the rest not judged" >&2
+      break 2
+    fi
     timeout "${PER_PROBLEM:-240}" .device/mblast eval "$problem" --candidate "$problem" \
       --profile=ncu --ncu-kernels "${KERNELS:-200}" --runs 30 --json \
       >"$out/json/$name.tmp" 2>"$out/log/$name.log"
     rc=$?
     if [ -s "$out/json/$name.tmp" ]; then mv "$out/json/$name.tmp" "$out/json/$name.json"; fi
-    echo "$name: exit $rc, $(($(date +%s) - start)) s"
+    took=$(($(date +%s) - start))
+    (( took > longest )) && longest=$took
+    echo "$name: exit $rc, $took s"
   done
 done
 .device/mblast --kb "$out/kb.sqlite" kb classify "$out"/json/*.json | tee "$out/states_check.md" | tail -3
