@@ -14,6 +14,7 @@
 #include "core/optimize_support.hpp"
 #include "mblast/backend.hpp"
 #include "mblast/error.hpp"
+#include "mblast/files.hpp"
 #include "mblast/kb.hpp"
 #include "test_support.hpp"
 
@@ -238,6 +239,17 @@ class LoopTest : public ::testing::Test {
     optimize_detail::Agents none;
     none.description = "none";
     return run(o, none);
+  }
+
+  std::string run_log() { return read_input_file(run_dir().log_file(), "run log"); }
+
+  // A one-step --graph-first run offered the compile and the whole-model graph.
+  std::vector<nlohmann::json> graph_first_one_step() {
+    auto o = options(1);
+    o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-cuda-graph"};
+    o.graph_first = true;
+    run_builtins(o);
+    return run_dir().steps();
   }
 
   std::vector<nlohmann::json> attempts() {
@@ -654,8 +666,7 @@ TEST_F(LoopTest, AFirstBuiltinTheCheckFindsNothingForIsNeverOffered) {
   EXPECT_EQ(applied("batchnorm_fold"), 1);  // "" from the check: it may change something
   ASSERT_EQ(backend_.checked_on.size(), 1u);
   EXPECT_NE(backend_.checked_on.front(), std::this_thread::get_id());
-  std::ifstream log(run_dir().log_file());
-  const std::string logged((std::istreambuf_iterator<char>(log)), {});
+  const std::string logged = run_log();
   EXPECT_NE(logged.find("cuda/builtin-sibling-merge is not offered: no linear or convolution"),
             std::string::npos);
 }
@@ -681,8 +692,7 @@ TEST_F(LoopTest, TheDevicesFirstCalibrationIsNotCountedInTheTimeLimit) {
   const double deadline = std::chrono::duration<double>(*backend_.deadline - before).count();
   EXPECT_GT(deadline, 89.0);  // 60 s and 30 s, less what the test itself took
   EXPECT_LT(deadline, 91.0);
-  std::ifstream log(run_dir().log_file());
-  const std::string logged((std::istreambuf_iterator<char>(log)), {});
+  const std::string logged = run_log();
   const std::string said = "(30.0 s, cached for later runs): not counted in the time limit";
   EXPECT_NE(logged.find(said), std::string::npos);
 
@@ -691,8 +701,7 @@ TEST_F(LoopTest, TheDevicesFirstCalibrationIsNotCountedInTheTimeLimit) {
   const auto resumed = std::chrono::steady_clock::now();
   run_builtins(o);
   EXPECT_GT(std::chrono::duration<double>(*backend_.deadline - resumed).count(), 85.0);
-  std::ifstream again(run_dir().log_file());
-  const std::string all((std::istreambuf_iterator<char>(again)), {});
+  const std::string all = run_log();
   EXPECT_EQ(all.find(said), all.rfind(said));
 }
 
@@ -1451,8 +1460,7 @@ TEST_F(LoopTest, AGraphRoundThatLosesLeavesCandidatesAsTheyAre) {
   EXPECT_EQ(steps[2]["technique"], "cuda/builtin-cudnn-benchmark");
   EXPECT_EQ(steps[2]["candidate"].get<std::string>().find("+cuda_graph"), std::string::npos);
   EXPECT_EQ(backend_.judged.back().find("+cuda_graph"), std::string::npos);
-  std::ifstream log(run_dir().log_file());
-  const std::string logged((std::istreambuf_iterator<char>(log)), {});
+  const std::string logged = run_log();
   EXPECT_NE(logged.find("correct but not faster than the reference (0.820x)"), std::string::npos);
 }
 
@@ -1461,15 +1469,10 @@ TEST_F(LoopTest, NoGraphRoundWhereAGraphCannotPay) {
   backend_.signature["launch_overhead_fraction"] = 0.0;
   backend_.signature["graph_headroom"] = -0.22;
   backend_.speedups = {{"cuda_graph", 0.82}, {"torch_compile", 1.6}};
-  auto o = options(1);
-  o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-cuda-graph"};
-  o.graph_first = true;
-  run_builtins(o);
-  const auto steps = run_dir().steps();
+  const auto steps = graph_first_one_step();
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_EQ(steps[0]["technique"], "cuda/builtin-torch-compile");
-  std::ifstream log(run_dir().log_file());
-  const std::string logged((std::istreambuf_iterator<char>(log)), {});
+  const std::string logged = run_log();
   EXPECT_NE(
       logged.find("a whole-model CUDA graph cannot pay here (graph_headroom = -0.22 (< 0.02))"),
       std::string::npos)
@@ -1480,11 +1483,7 @@ TEST_F(LoopTest, NoGraphRoundWhereAGraphCannotPay) {
 TEST_F(LoopTest, ADeprecatedGraphBuiltinStartsNoGraphRound) {
   KnowledgeBase(dir_ / "kb.sqlite").deprecate_technique("cuda/builtin-cuda-graph");
   backend_.speedups = {{"cuda_graph", 1.3}, {"torch_compile", 1.4}};
-  auto o = options(1);
-  o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-cuda-graph"};
-  o.graph_first = true;
-  run_builtins(o);
-  const auto steps = run_dir().steps();
+  const auto steps = graph_first_one_step();
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_EQ(steps[0]["technique"], "cuda/builtin-torch-compile");
 }
