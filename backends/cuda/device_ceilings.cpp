@@ -98,7 +98,9 @@ void add_speed_of_light_to_signatures(nlohmann::json& result, const nlohmann::js
     const auto signature = result.find(key);
     if (signature == result.end() || !signature->is_object()) continue;
     const auto total = signature->value("total_ms", nlohmann::json());
-    add_speed_of_light(*signature, work, peak, total.is_number() ? total.get<double>() : 0.0);
+    ForwardWork counted = work;
+    counted.moved_bytes = counted_traffic(result, key);
+    add_speed_of_light(*signature, counted, peak, total.is_number() ? total.get<double>() : 0.0);
   }
 }
 

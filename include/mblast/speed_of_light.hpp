@@ -4,6 +4,7 @@
 // worker: in its response on CUDA, in the bundles' meta.json for OpenCL and RVV) set against what
 // a candidate measured, as the state classifier reads them.
 #include <optional>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -17,9 +18,12 @@ struct ForwardWork {
   std::optional<double> min_bytes;
   std::optional<double> input_bytes;   // the inputs alone (CUDA)
   std::optional<double> output_bytes;  // the outputs alone (CUDA)
+  // What the measured implementation's aten ops read and write, op by op, where they were counted
+  // (CUDA: eager's forward, worker/mblast_worker/traffic.py): the bytes its intensity is over.
+  std::optional<double> moved_bytes;
 
-  // The "flops", "min_bytes", "input_bytes" and "output_bytes" fields of an object (the CUDA
-  // worker's response; a bundle's recorded "work"), each where it is a number >= 0.
+  // The "flops", "min_bytes", "input_bytes", "output_bytes" and "moved_bytes" fields of an object
+  // (the CUDA worker's response; a bundle's recorded "work"), each where it is a number >= 0.
   static ForwardWork from_fields(const nlohmann::json& object);
   // A bundle's meta.json: its "work" object.
   static ForwardWork from_meta(const nlohmann::json& bundle_meta);
@@ -34,18 +38,34 @@ struct PeakRates {
 };
 
 // Adds to `signature` "min_bytes", "flops", "arithmetic_intensity" (FLOPs per minimal byte),
-// given rates "ridge_ratio" (the intensity over the device's ridge point, peak FLOP rate over peak
-// byte rate: below 1 the bytes bound the operator, at or above 1 the FLOPs), where Nsight Compute
-// measured its DRAM traffic "ncu"."metrics"."dram_bytes_ratio" (those bytes over min_bytes), and,
-// given rates and a measured value > 0: "memory_sol_fraction" (min_bytes at the peak byte rate,
-// over the measured value), "compute_sol_fraction" (FLOPs at the peak FLOP rate, over it) and
-// "sol_fraction" (the larger), the names the seed states' conditions use; and, given input_bytes
-// and output_bytes, "graph_copy_fraction": one copy of the inputs and one of the outputs (each read
-// and written) at the peak byte rate over the measured value, the least that replaying a CUDA graph
-// adds (inputs copied into its static buffers, outputs cloned out of them), with, where the
-// signature has "launch_overhead_fraction" (the device idle between kernels, all that a graph can
-// remove), "graph_headroom": that fraction less graph_copy_fraction, the most a graph can save.
+// given rates "ridge_ratio" (FLOPs per byte the implementation moves over the device's ridge
+// point, peak FLOP rate over peak byte rate: below 1 the bytes bound it, at or above 1 the FLOPs;
+// the bytes are work.moved_bytes where counted, see count_moved_bytes, else the minimal ones),
+// where Nsight Compute measured its DRAM traffic "ncu"."metrics"."dram_bytes_ratio" (those bytes
+// over min_bytes), and, given rates and a measured value > 0: "memory_sol_fraction" (min_bytes at
+// the peak byte rate, over the measured value), "compute_sol_fraction" (FLOPs at the peak FLOP
+// rate, over it) and "sol_fraction" (the larger), the names the seed states' conditions use; and,
+// given input_bytes and output_bytes, "graph_copy_fraction": one copy of the inputs and one of the
+// outputs (each read and written) at the peak byte rate over the measured value, the least that
+// replaying a CUDA graph adds (inputs copied into its static buffers, outputs cloned out of them),
+// with, where the signature has "launch_overhead_fraction" (the device idle between kernels, all
+// that a graph can remove), "graph_headroom": that fraction less graph_copy_fraction, the most a
+// graph can save.
 void add_speed_of_light(nlohmann::json& signature, const ForwardWork& work,
                         const std::optional<PeakRates>& peak, double measured);
+
+// Sets the signature's "moved_bytes" and counts its "ridge_ratio" (made over "min_bytes") over
+// them instead: a convolution whose FLOPs per minimal byte pass the ridge point can still be
+// bound by the bytes its unfused ops move (issue 27: on an H100, Nsight Compute found four such
+// problems memory-bound that the minimal bytes called compute-bound, docs/STATES.md). Moved bytes
+// below the minimal ones (a count that missed an op) leave the ratio as it is. A signature that
+// already has "moved_bytes" is left alone.
+void count_moved_bytes(nlohmann::json& signature, double moved_bytes);
+
+// The moved bytes of a judged result's signature `key` ("signature" or "reference_signature"):
+// the CUDA worker counts eager's aten ops ("moved_bytes"), so they are the reference's traffic,
+// and the candidate's only where the candidate is the reference's own code (its
+// "reference_as_candidate" flag).
+std::optional<double> counted_traffic(const nlohmann::json& result, std::string_view key);
 
 }  // namespace mblast

@@ -10,6 +10,7 @@
 #include "mblast/error.hpp"
 #include "mblast/kb.hpp"
 #include "mblast/policy.hpp"
+#include "mblast/speed_of_light.hpp"
 
 namespace mblast::cli {
 
@@ -20,26 +21,28 @@ namespace fs = std::filesystem;
 struct Named {
   std::string name;
   ProfileSignature signature;
-  // What eager's aten ops read and write (the result's moved_bytes), for the question of issue 27
-  // whether intensity should count the bytes eager moves.
-  std::optional<double> moved_bytes;
 };
 
-std::optional<double> moved_bytes(const nlohmann::json& result) {
-  const auto moved = result.value("moved_bytes", nlohmann::json());
-  return moved.is_number() ? std::optional(moved.get<double>()) : std::nullopt;
+// The moved bytes over the minimal ones, and the ridge ratio over the minimal bytes (the
+// signature's counts over the moved ones where they are known, speed_of_light.hpp).
+void add_moved_bytes(nlohmann::json& row, const ProfileSignature& signature) {
+  row["moved_over_min"] = nullptr;
+  row["ridge_ratio_min"] = nullptr;
+  const auto least = signature.metric("min_bytes");
+  const auto moved = signature.metric("moved_bytes");
+  if (!moved || !least || *least <= 0) return;
+  const double ratio = *moved / *least;
+  row["moved_over_min"] = ratio;
+  if (const auto ridge = signature.metric("ridge_ratio"))
+    row["ridge_ratio_min"] = ratio > 1 ? *ridge * ratio : *ridge;
 }
 
-// The moved bytes over the minimal ones, and the ridge ratio were intensity counted over them.
-void add_moved_bytes(nlohmann::json& row, const Named& named) {
-  row["moved_over_min"] = nullptr;
-  row["ridge_ratio_moved"] = nullptr;
-  const auto least = named.signature.metric("min_bytes");
-  if (!named.moved_bytes || !least || *least <= 0) return;
-  const double ratio = *named.moved_bytes / *least;
-  row["moved_over_min"] = ratio;
-  if (const auto ridge = named.signature.metric("ridge_ratio"); ridge && ratio > 0)
-    row["ridge_ratio_moved"] = *ridge / ratio;
+// A signature judged before the driver counted intensity over the moved bytes gets them as
+// today's driver would count them.
+ProfileSignature as_judged_now(const nlohmann::json& result) {
+  nlohmann::json signature = result["signature"];
+  if (const auto moved = counted_traffic(result, "signature")) count_moved_bytes(signature, *moved);
+  return ProfileSignature::from_json(signature);
 }
 
 std::string problem_name(const nlohmann::json& result, const fs::path& file) {
@@ -71,10 +74,9 @@ std::vector<Named> signatures_in(const fs::path& file) {
   for (const auto& r : results) {
     if (!r.is_object()) continue;
     if (r.contains("signature") && r["signature"].is_object()) {
-      found.push_back(
-          {problem_name(r, file), ProfileSignature::from_json(r["signature"]), moved_bytes(r)});
+      found.push_back({problem_name(r, file), as_judged_now(r)});
     } else if (r.contains("total_ms")) {
-      found.push_back({file.stem().string(), ProfileSignature::from_json(r), std::nullopt});
+      found.push_back({file.stem().string(), ProfileSignature::from_json(r)});
     }
   }
   if (found.empty()) {
@@ -92,7 +94,7 @@ nlohmann::json row_json(const Named& named, const StateCheck& check) {
                         {"state_agrees", nullptr}};
   const auto ncu = named.signature.to_json().value("ncu", nlohmann::json::object());
   row["ncu_status"] = ncu.value("status", "not asked");
-  add_moved_bytes(row, named);
+  add_moved_bytes(row, named.signature);
   if (ncu.value("reason", "") != "") row["ncu_reason"] = ncu["reason"];
   if (check.implied) {
     row["ncu_state"] = check.implied->state_id;
@@ -127,7 +129,7 @@ std::string cell(const nlohmann::json& value) {
 
 void print_markdown(const nlohmann::json& rows, const nlohmann::json& summary) {
   std::cout << "| problem | state (cheap signature) | evidence | moved / min bytes (ridge ratio "
-               "then) | state NCU implies | NCU numbers | root agrees |\n"
+               "over min bytes) | state NCU implies | NCU numbers | root agrees |\n"
                "|---|---|---|---|---|---|---|\n";
   for (const auto& row : rows) {
     const std::string ncu =
@@ -136,9 +138,9 @@ void print_markdown(const nlohmann::json& rows, const nlohmann::json& summary) {
         row["moved_over_min"].is_null()
             ? "-"
             : fmt::format("{:.3g}", row["moved_over_min"].get<double>()) +
-                  (row["ridge_ratio_moved"].is_null()
+                  (row["ridge_ratio_min"].is_null()
                        ? ""
-                       : fmt::format(" ({:.3g})", row["ridge_ratio_moved"].get<double>()));
+                       : fmt::format(" ({:.3g})", row["ridge_ratio_min"].get<double>()));
     std::cout << "| " << cell(row["name"]) << " | " << cell(row["state"]) << " | "
               << cell(row["evidence"]) << " | " << moved << " | " << ncu << " | "
               << cell(row["ncu_state"].is_null() ? row.value("ncu_reason", nlohmann::json())

@@ -31,6 +31,7 @@ ForwardWork ForwardWork::from_fields(const nlohmann::json& object) {
   work.min_bytes = positive(object, "min_bytes");
   work.input_bytes = positive(object, "input_bytes");
   work.output_bytes = positive(object, "output_bytes");
+  work.moved_bytes = positive(object, "moved_bytes");
   return work;
 }
 
@@ -49,6 +50,10 @@ void add_speed_of_light(nlohmann::json& signature, const ForwardWork& work,
       signature["ridge_ratio"] = *work.flops / *work.min_bytes / (peak->flops / peak->bytes);
     }
   }
+  if (work.moved_bytes && signature.is_object()) {
+    signature.erase("moved_bytes");  // counted afresh when the signature's numbers are
+    count_moved_bytes(signature, *work.moved_bytes);
+  }
   if (signature.is_object()) add_dram_bytes_ratio(signature, work);
   if (!peak || measured <= 0) return;
   std::optional<double> memory, compute;
@@ -66,6 +71,27 @@ void add_speed_of_light(nlohmann::json& signature, const ForwardWork& work,
       signature["graph_headroom"] = idle->get<double>() - copies;
     }
   }
+}
+
+std::optional<double> counted_traffic(const nlohmann::json& result, std::string_view key) {
+  if (!result.is_object()) return std::nullopt;
+  const auto moved = positive(result, "moved_bytes");
+  if (key == "reference_signature") return moved;
+  const auto flags = result.value("flags", nlohmann::json::array());
+  const bool reference = flags.is_array() && std::find(flags.begin(), flags.end(),
+                                                       "reference_as_candidate") != flags.end();
+  return reference ? moved : std::nullopt;
+}
+
+void count_moved_bytes(nlohmann::json& signature, double moved_bytes) {
+  if (!signature.is_object() || signature.contains("moved_bytes")) return;
+  signature["moved_bytes"] = moved_bytes;
+  const auto least = positive(signature, "min_bytes");
+  const auto ridge = signature.find("ridge_ratio");
+  if (!least || *least <= 0 || moved_bytes <= *least || ridge == signature.end() ||
+      !ridge->is_number())
+    return;
+  *ridge = ridge->get<double>() * *least / moved_bytes;
 }
 
 }  // namespace mblast
