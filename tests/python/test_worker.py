@@ -226,6 +226,18 @@ def test_work_once_per_input_buffer_is_not_taken_for_a_memo(tmp_path: Path) -> N
     assert memo["correct"] is False and "result_cache" in memo["flags"], brief(memo)
 
 
+def test_a_cost_of_the_first_call_after_the_harness_worked_is_not_taken_for_a_memo(tmp_path: Path) -> None:
+    """Each timed call of the probe follows an untimed call of the same contender on inputs other
+    than the timed ones, as the timed rounds' calls follow one another: a candidate slow only on
+    its first call after the judge made new inputs keeps its gain, and a memo still meets the new
+    inputs first in the timed call."""
+    timing = {"runs": 10, "warmup": 2, "input_sets": 2, "l2_flush": False}
+    cold = evaluate(eval_request(problem("matmul_twice"), cpu_candidate("cold_after_new_inputs"), timing=timing),
+                    tmp_path / "c")
+    assert cold["correct"] is True and "result_cache" not in cold["flags"], brief(cold)
+    assert cold["speedup"] >= 1.2, brief(cold)  # the probe ran
+
+
 def test_the_candidate_runs_in_the_grad_mode_it_is_timed_in(tmp_path: Path) -> None:
     """Timed calls record autograd as KernelBench's harness times them, and every other call of the
     candidate runs in that mode too: a compiled module verified under no_grad compiles a second,
