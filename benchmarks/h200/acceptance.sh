@@ -15,8 +15,10 @@
 # built-ins against the same files in plain processes (builtins_vs_plain.py), part k the
 # agreement and fairness sections that part a's deadline leaves after a change to the timer;
 # DEADLINE (seconds, default 540) bounds what starts; ONLY names a file of problems (level1/NAME
-# per line) that the fairness section judges instead of all. Results land in $OUT/acceptance
-# (results.json, table.md, log.txt, records.tar.gz); the table is printed last.
+# per line) that the fairness section judges instead of all (benchmarks/h200/fairness_first.txt:
+# the memory-heavy level-1 problems and level1/40_LayerNorm, the usual choice for part a). Results
+# land in $OUT/acceptance (results.json, table.md, log.txt, records.tar.gz); the table is printed
+# last.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 part=${1:-}
@@ -27,6 +29,9 @@ case "$part" in
     rm -rf .kb && mkdir -p .kb
     cp -r ../shared/kernelbench/level1 ../shared/kernelbench/level2 ../shared/kernelbench/level3 .kb/
     cp -r ../shared/kernelbench_harness .kb/harness
+    # SOL-ExecBench's examples and harness, for sol_examples.sh (issue 25)
+    cp -r ../shared/sol_execbench/examples .kb/sol_examples
+    cp -r ../shared/sol_execbench/src .kb/sol_src
     exclude=$(git rev-parse --git-dir)/info/exclude  # a fresh checkout may lack info/
     mkdir -p "$(dirname "$exclude")"
     grep -qx '/.kb/' "$exclude" 2>/dev/null || echo /.kb/ >>"$exclude"
@@ -34,7 +39,7 @@ case "$part" in
     exit 0
     ;;
   a|b|c|d|e|f|g|h|i|j|k|all|before) ;;
-  *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
 out=${OUT:-acceptance-results}/acceptance
 mkdir -p "$out"
