@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "cuda/device_ceilings.hpp"
 #include "mblast/kb.hpp"
 #include "mblast/policy.hpp"
 #include "mblast/speed_of_light.hpp"
@@ -89,6 +90,25 @@ TEST(NcuSignature, TheRidgeRatioCountsTheBytesTheImplementationMovesWhereCounted
   nlohmann::json short_count = nlohmann::json::object();
   add_speed_of_light(short_count, {.flops = 1e10, .min_bytes = 1e9, .moved_bytes = 5e8}, peak, 1.0);
   EXPECT_DOUBLE_EQ(short_count["ridge_ratio"].get<double>(), 0.4);
+}
+
+TEST(NcuSignature, TheCudaDriverCountsEagersTrafficInTheReferencesSignature) {
+  // 10 GFLOP, 1 GB at least, 4 GB moved by eager; ridge 100 TFLOP/s over 4 TB/s = 25 FLOP/B.
+  nlohmann::json result = {{"flops", 1e10},
+                           {"min_bytes", 1e9},
+                           {"moved_bytes", 4e9},
+                           {"signature", {{"total_ms", 1.0}}},
+                           {"reference_signature", {{"total_ms", 1.0}}}};
+  const nlohmann::json ceilings = {{"bandwidth_gbs", 4000.0}, {"peak_tflops", 100.0}};
+  nlohmann::json candidate = result;
+  add_speed_of_light_to_signatures(candidate, ceilings);
+  EXPECT_DOUBLE_EQ(candidate["reference_signature"]["ridge_ratio"].get<double>(), 0.1);
+  EXPECT_DOUBLE_EQ(candidate["signature"]["ridge_ratio"].get<double>(), 0.4);
+  EXPECT_FALSE(candidate["signature"].contains("moved_bytes"));
+  nlohmann::json itself = result;
+  itself["flags"] = {"reference_as_candidate"};
+  add_speed_of_light_to_signatures(itself, ceilings);
+  EXPECT_DOUBLE_EQ(itself["signature"]["ridge_ratio"].get<double>(), 0.1);
 }
 
 TEST(NcuSignature, EagersTrafficIsTheReferencesAndTheCandidatesOnlyWhereItIsTheReference) {
