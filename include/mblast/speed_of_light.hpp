@@ -62,6 +62,10 @@ void add_speed_of_light(nlohmann::json& signature, const ForwardWork& work,
 // already has "moved_bytes" is left alone.
 void count_moved_bytes(nlohmann::json& signature, double moved_bytes);
 
+// The signature's ridge ratio over its minimal bytes, the one count_moved_bytes counted over its
+// moved bytes (or nothing where it has no ridge ratio).
+std::optional<double> ridge_ratio_over_min_bytes(const nlohmann::json& signature);
+
 // The moved bytes of a judged result's signature `key` ("signature" or "reference_signature"):
 // the CUDA worker counts eager's aten ops ("moved_bytes"), so they are the reference's traffic,
 // and the candidate's only where the candidate is the reference's own code (its

@@ -31,10 +31,9 @@ void add_moved_bytes(nlohmann::json& row, const ProfileSignature& signature) {
   const auto least = signature.metric("min_bytes");
   const auto moved = signature.metric("moved_bytes");
   if (!moved || !least || *least <= 0) return;
-  const double ratio = *moved / *least;
-  row["moved_over_min"] = ratio;
-  if (const auto ridge = signature.metric("ridge_ratio"))
-    row["ridge_ratio_min"] = ratio > 1 ? *ridge * ratio : *ridge;
+  row["moved_over_min"] = *moved / *least;
+  if (const auto ridge = ridge_ratio_over_min_bytes(signature.to_json()))
+    row["ridge_ratio_min"] = *ridge;
 }
 
 // A signature judged before the driver counted intensity over the moved bytes gets them as

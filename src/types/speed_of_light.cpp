@@ -22,6 +22,15 @@ void add_dram_bytes_ratio(nlohmann::json& signature, const ForwardWork& work) {
   }
 }
 
+// How many times its minimal bytes a signature's counted traffic is, where it is more: the factor
+// between its ridge ratio over the minimal bytes and over the moved ones.
+std::optional<double> traffic_over_least(const nlohmann::json& signature) {
+  const auto least = positive(signature, "min_bytes");
+  const auto moved = positive(signature, "moved_bytes");
+  if (!least || !moved || *least <= 0 || *moved <= *least) return std::nullopt;
+  return *moved / *least;
+}
+
 }  // namespace
 
 ForwardWork ForwardWork::from_fields(const nlohmann::json& object) {
@@ -86,12 +95,16 @@ std::optional<double> counted_traffic(const nlohmann::json& result, std::string_
 void count_moved_bytes(nlohmann::json& signature, double moved_bytes) {
   if (!signature.is_object() || signature.contains("moved_bytes")) return;
   signature["moved_bytes"] = moved_bytes;
-  const auto least = positive(signature, "min_bytes");
   const auto ridge = signature.find("ridge_ratio");
-  if (!least || *least <= 0 || moved_bytes <= *least || ridge == signature.end() ||
-      !ridge->is_number())
-    return;
-  *ridge = ridge->get<double>() * *least / moved_bytes;
+  const auto scale = traffic_over_least(signature);
+  if (!scale || ridge == signature.end() || !ridge->is_number()) return;
+  *ridge = ridge->get<double>() / *scale;
+}
+
+std::optional<double> ridge_ratio_over_min_bytes(const nlohmann::json& signature) {
+  const auto ridge = signature.value("ridge_ratio", nlohmann::json());
+  if (!ridge.is_number()) return std::nullopt;
+  return ridge.get<double>() * traffic_over_least(signature).value_or(1.0);
 }
 
 }  // namespace mblast
