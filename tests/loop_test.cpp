@@ -803,12 +803,11 @@ TEST_F(Eligibility, ACompiledModelIsNotCompiledAgain) {
       eligible({"cuda/builtin-torch-compile-cudagraphs"}, {}).count("cuda/builtin-cuda-graph"), 0u);
 }
 
-// Replaying a graph copies the inputs into its static buffers: where that copy alone is a quarter
-// of the forward (a large input read once), neither graph built-in is offered (level1/47_Sum read
-// 0.29x under a CUDA graph on the H200, call 58).
-// A whole-model graph can only remove the device's idle time between kernels, and its copies in
-// and out cost time: it is offered where the first exceeds the second (graph_headroom);
-// reduce-overhead, whose compile may gain by fusion too, where the copies cost under a quarter.
+// Replaying a graph copies the inputs into its static buffers and clones the outputs out of them
+// (level1/47_Sum read 0.29x under a CUDA graph on the H200, call 58). A whole-model graph can only
+// remove the device's idle time between kernels: it is offered where that exceeds its copies
+// (graph_headroom); reduce-overhead, whose compile may gain by fusion too, where the copies cost
+// under a quarter of the forward.
 TEST_F(Eligibility, GraphsAreNotOfferedWhereTheirCopiesCostMoreThanTheyCanSave) {
   KnowledgeBase kb(dir_ / "kb.sqlite");
   optimize_detail::Current current;
