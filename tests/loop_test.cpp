@@ -45,6 +45,7 @@ class FakeBackend : public Backend {
   std::optional<EvalResult> measured;
   std::optional<EvalResult> measured_baseline() override { return measured; }
   nlohmann::json signature = {{"total_ms", 1.0}, {"kernel_count", 3}};  // every evaluation's
+  std::map<std::string, nlohmann::json> signature_of;  // a built-in transform's own, where set
   std::string hardware(const EvalResult&) override { return hardware_name; }
   Artifact build(const fs::path& candidate) override { return {candidate}; }
 
@@ -70,6 +71,11 @@ class FakeBackend : public Backend {
     r.torch_version = "2.11.0";
     r.signature = ProfileSignature::from_json(signature);
     std::optional<double> speedup;
+    if (text.rfind("# transform ", 0) == 0) {
+      const std::string name = text.substr(12, text.find('\n') - 12);
+      if (auto it = signature_of.find(name); it != signature_of.end())
+        r.signature = ProfileSignature::from_json(it->second);
+    }
     if (text.rfind("# reference", 0) == 0) {
       speedup = 1.0;
       if (compile_baseline) r.compile_ms = 0.5;
@@ -479,7 +485,7 @@ TEST_F(LoopTest, EachStepRecordsItsEagerTimeAndTheSummaryTheirRange) {
   EXPECT_EQ(steps[1]["eager_ms"], 1.5);
   EXPECT_EQ(first["eager_range"],
             (nlohmann::json{{"min_ms", 1.0}, {"max_ms", 2.0}, {"evaluations", 3}}));
-  backend_.eager_ms = {0.8};
+  backend_.eager_ms = {0.8, 0.8};  // step 3's candidate, and the same inside the graph
   const auto resumed = run_builtins(options(3));
   EXPECT_EQ(resumed["eager_range"],
             (nlohmann::json{{"min_ms", 0.8}, {"max_ms", 2.0}, {"evaluations", 4}}));
@@ -1276,10 +1282,14 @@ TEST_F(LoopTest, ARegionBuiltinGoesOnlyWhereItsOpsAre) {
 }
 
 // --graph-first: the first step judges the whole model in a CUDA graph; where that is correct,
-// later built-ins are judged inside one, and the next builds on the candidate without it.
+// later built-ins are judged as they are and inside one, and the next builds on the candidate
+// without it.
 TEST_F(LoopTest, AfterALegalGraphRoundBuiltinsAreJudgedInsideAGraph) {
-  backend_.speedups = {
-      {"cuda_graph", 1.3}, {"torch_compile+cuda_graph", 2.0}, {"cudnn_benchmark+cuda_graph", 2.1}};
+  backend_.speedups = {{"cuda_graph", 1.3},
+                       {"torch_compile", 1.2},
+                       {"torch_compile+cuda_graph", 2.0},
+                       {"cudnn_benchmark", 1.0},
+                       {"cudnn_benchmark+cuda_graph", 2.1}};
   auto o = options(2);
   o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-cuda-graph",
                   "cuda/builtin-cudnn-benchmark"};
@@ -1313,6 +1323,7 @@ TEST_F(LoopTest, ACudaGraphThatBecomesTheBestStaysTheOutermostWrapper) {
   backend_.speedups = {{"cuda_graph", 1.3},
                        {"torch_compile", 1.2},
                        {"torch_compile+cuda_graph", 2.0},
+                       {"cudnn_benchmark", 1.0},
                        {"cudnn_benchmark+cuda_graph", 2.1}};
   auto o = options(1);
   o.techniques = {"cuda/builtin-cuda-graph"};  // the graph first, then the others on resuming
@@ -1388,10 +1399,14 @@ TEST_F(LoopTest, PrebuildHandsTheNextStepsBuiltinToTheBackendBeforeJudgingThisOn
   EXPECT_EQ(judged, 3u);
 }
 
-// Once the selector's graph is the best, the next step is judged inside a graph: so is the guess.
-TEST_F(LoopTest, PrebuildGuessesInsideTheGraphThatStaysOutermost) {
-  backend_.speedups = {
-      {"cuda_graph", 1.3}, {"torch_compile+cuda_graph", 1.2}, {"cudnn_benchmark+cuda_graph", 1.25}};
+// Once the selector's graph is the best, the next step judges its candidate without the graph
+// first: so the guess is that candidate.
+TEST_F(LoopTest, PrebuildGuessesTheCandidateAsItIsJudgedFirst) {
+  backend_.speedups = {{"cuda_graph", 1.3},
+                       {"torch_compile", 1.1},
+                       {"torch_compile+cuda_graph", 1.2},
+                       {"cudnn_benchmark", 1.0},
+                       {"cudnn_benchmark+cuda_graph", 1.25}};
   auto o = options(1);
   o.techniques = {"cuda/builtin-cuda-graph"};
   run_builtins(o);
@@ -1404,8 +1419,8 @@ TEST_F(LoopTest, PrebuildGuessesInsideTheGraphThatStaysOutermost) {
   ASSERT_EQ(steps.size(), 3u);
   ASSERT_EQ(backend_.prebuilt.size(), 1u);  // step 2 guessed step 3; the last step guesses nothing
   const std::string made = backend_.prebuilt[0].substr(std::string("# transform ").size());
-  EXPECT_NE(made.find("+cuda_graph"), std::string::npos) << made;
-  const std::string next = steps[2]["candidate"].get<std::string>();
+  EXPECT_EQ(made.find("+cuda_graph"), std::string::npos) << made;
+  const std::string next = steps[2]["candidates"][0]["file"].get<std::string>();
   EXPECT_EQ(next.rfind("s003-" + made + "-", 0), 0u) << next << " " << made;
 }
 
@@ -1462,6 +1477,75 @@ TEST_F(LoopTest, AGraphRoundThatLosesLeavesCandidatesAsTheyAre) {
   const std::string logged = run_log();
   EXPECT_NE(logged.find("correct but not faster than the reference (0.820x)"), std::string::npos);
 }
+
+// Inside a legal round a built-in is judged as it is first; a graph over a candidate whose own
+// profile leaves it nothing to remove (the compile fused the launches away) is not judged at all:
+// SOL-ExecBench's triton/rmsnorm read 7.97x compiled and 4.01x compiled inside the graph (H100).
+TEST_F(LoopTest, NoGraphOverACandidateWhoseProfileLeavesItNothingToRemove) {
+  backend_.signature["graph_headroom"] = 0.4;
+  backend_.signature_of["torch_compile"] = {
+      {"total_ms", 0.125}, {"launch_overhead_fraction", 0.05}, {"graph_headroom", -0.6}};
+  backend_.speedups = {
+      {"cuda_graph", 1.28}, {"torch_compile", 7.97}, {"torch_compile+cuda_graph", 4.01}};
+  auto o = options(2);
+  o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-cuda-graph"};
+  o.graph_first = true;
+  const auto summary = run_builtins(o);
+  const auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0]["technique"], "cuda/builtin-cuda-graph");
+  EXPECT_EQ(steps[1]["candidates"].size(), 1u);
+  EXPECT_EQ(steps[1]["candidate"].get<std::string>().find("+cuda_graph"), std::string::npos);
+  EXPECT_EQ(backend_.judged.back(), "# transform torch_compile\n");
+  EXPECT_EQ(summary["best_technique"], "cuda/builtin-torch-compile");
+  EXPECT_DOUBLE_EQ(summary["best_speedup"].get<double>(), 7.97);
+  const std::string logged = run_log();
+  EXPECT_NE(logged.find("is not judged inside a CUDA graph too: the graph cannot pay over it "
+                        "(graph_headroom = -0.6 (< 0.02))"),
+            std::string::npos)
+      << logged;
+}
+
+// Where the candidate's profile leaves the graph something to remove, both are judged and the
+// step's candidate is the faster; the next step builds on the candidate without the graph either
+// way. Not a fix: a built-in's step has none.
+class GraphFasterTest : public LoopTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(GraphFasterTest, WhereBothAreJudgedTheFasterIsTheStepsCandidate) {
+  const bool graph_faster = GetParam();
+  backend_.speedups = {{"cuda_graph", 1.28},
+                       {"torch_compile", graph_faster ? 1.2 : 7.97},
+                       {"torch_compile+cuda_graph", graph_faster ? 2.0 : 4.01},
+                       {"cudnn_benchmark", 1.0}};
+  auto o = options(2);
+  o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-cuda-graph"};
+  o.graph_first = true;
+  const auto summary = run_builtins(o);
+  const auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 2u);
+  ASSERT_EQ(steps[1]["candidates"].size(), 2u);
+  EXPECT_EQ(steps[1]["fixes"], 0);
+  // The step's candidate is listed last.
+  const std::string candidate = steps[1]["candidate"];
+  EXPECT_EQ(steps[1]["candidates"][1]["file"], candidate);
+  EXPECT_EQ(candidate.find("+cuda_graph") != std::string::npos, graph_faster);
+  const std::string plain = steps[1]["candidates"][graph_faster ? 0 : 1]["file"];
+  EXPECT_EQ(plain.find("+cuda_graph"), std::string::npos);
+  EXPECT_EQ(steps[1].contains("inner") && !steps[1]["inner"].get<std::string>().empty(),
+            graph_faster);
+  EXPECT_DOUBLE_EQ(summary["best_speedup"].get<double>(), graph_faster ? 2.0 : 7.97);
+  o.techniques = {"cuda/builtin-cudnn-benchmark"};
+  o.steps = 3;
+  const std::size_t calls_before = backend_.builtin_calls.size();
+  run_builtins(o);
+  ASSERT_GT(backend_.builtin_calls.size(), calls_before);
+  const auto& built_on = backend_.builtin_calls[calls_before];  // step 3's built-in
+  EXPECT_EQ(built_on.transform, "cudnn_benchmark");
+  EXPECT_EQ(built_on.file.filename().string(),
+            graph_faster ? steps[1]["inner"].get<std::string>() : plain);
+}
+
+INSTANTIATE_TEST_SUITE_P(EitherWay, GraphFasterTest, ::testing::Bool());
 
 // A model whose device is never idle between kernels gains nothing from a graph: no round is run.
 TEST_F(LoopTest, NoGraphRoundWhereAGraphCannotPay) {

@@ -56,7 +56,8 @@ struct StepRecord {
   // steps build on (for the round's own step, the implementation it wrapped). Empty otherwise.
   std::string inner;
 
-  // What came of it: the final candidate (after fixes) and every candidate judged on the way.
+  // What came of it: the final candidate (after fixes; inside a legal graph round the faster of the
+  // candidate as it is and inside the graph) and every candidate judged, the final one last.
   std::string candidate;
   std::vector<StepCandidate> candidates;
   int fixes = 0;

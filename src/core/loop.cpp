@@ -522,7 +522,7 @@ std::optional<Loop::Choice> Loop::choose(int global, std::string& why_none) {
 
 // The actor (or a built-in transform) and the fix agent; every candidate judged.
 std::vector<Evaluation> Loop::produce(const Choice& choice, int global) {
-  if (choice.technique.implementer == "builtin") return {builtin(choice, global)};
+  if (choice.technique.implementer == "builtin") return builtin(choice, global);
   return llm_candidate(choice.technique, slots_[choice.slot], choice.state, global);
 }
 
@@ -688,7 +688,8 @@ StepRecord Loop::step_record(StepRecord record, const std::vector<Evaluation>& e
   record.candidate = final.file.filename().string();
   for (const auto& e : evaluations)
     record.candidates.push_back({e.file.filename().string(), e.outcome});
-  record.fixes = static_cast<int>(evaluations.size()) - 1;
+  record.fixes = static_cast<int>(std::count_if(evaluations.begin(), evaluations.end(),
+                                                [](const Evaluation& e) { return e.fix; }));
   record.outcome = final.outcome;
   if (!error.empty()) record.error = agents::first_line(error, 300);
   record.speedup = scored.speedup;

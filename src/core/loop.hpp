@@ -119,7 +119,8 @@ class Loop {
   std::vector<optimize_detail::Evaluation> llm_candidate(const TechniqueRow& technique,
                                                          const Slot& slot,
                                                          const Classification& state, int global);
-  optimize_detail::Evaluation builtin(const Choice& choice, int global);
+  // The step's evaluations; the last is the step's candidate.
+  std::vector<optimize_detail::Evaluation> builtin(const Choice& choice, int global);
   void prebuild_next(const Choice& choice, int global);
   std::optional<Choice> guess_next_choice(const Choice& choice, int global);
   // The graph-first round (loop_model_level.cpp, with add_region_slots).
@@ -146,9 +147,12 @@ class Loop {
       const std::map<std::string, std::string>& why_by_technique);
   std::optional<std::string> graph_wrapped(const std::string& stem, const std::string& inner_source,
                                            std::filesystem::path& inner_file);
-  // --prebuild's guess as its step would judge it: inside the CUDA graph that stays outermost.
-  std::optional<std::string> guess_in_graph(const std::string& stem,
-                                            const std::string& inner_source);
+  // Inside a legal round: the built-in as it is, then inside the round's graph where its own
+  // profile leaves the graph something to remove; the faster of the two last.
+  std::vector<optimize_detail::Evaluation> judged_with_and_without_graph(const std::string& stem,
+                                                                         const std::string& source);
+  // Why the CUDA-graph built-in is not offered over a candidate with this profile, or empty.
+  std::string graph_cannot_pay(const ProfileSignature& signature) const;
   CriticContext critic_context(const TrajectoryStep& judged) const;
   void accept(const optimize_detail::Evaluation& evaluation, const Choice& choice, int global);
   RunSummary finish(const std::string& status, const std::string& reason);

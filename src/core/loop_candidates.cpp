@@ -103,15 +103,10 @@ void Loop::prebuild_next(const Choice& choice, int global) {
     const auto made = backend_.builtin(transform, next->base.file, next->base.is_reference(),
                                        slots_[next->slot].ops);
     if (!made.source) return;
-    std::string stem = fmt::format("s{:03d}-{}", global + 1, transform);
-    std::optional<std::string> text = made.source;
-    // As builtin() will judge it (calls 87-88 on the H100: 4 of 21 guesses missed the graph).
-    if (wraps_in_graph(next->technique)) {
-      text = guess_in_graph(stem, *text);
-      stem += "+cuda_graph";
-    }
-    if (!text) return;
-    const fs::path file = run_.save_prebuilt(stem, *text, backend_.traits().candidate_extension);
+    // As builtin() judges it first: without a graph, also inside a legal round.
+    const std::string stem = fmt::format("s{:03d}-{}", global + 1, transform);
+    const fs::path file =
+        run_.save_prebuilt(stem, *made.source, backend_.traits().candidate_extension);
     if (file.empty()) return;
     spdlog::debug("--prebuild: step {} may choose {}; compiling {} meanwhile", global + 1,
                   next->technique.id, file.filename().string());
@@ -140,7 +135,7 @@ std::optional<Loop::Choice> Loop::guess_next_choice(const Choice& choice, int gl
   return choose(global + 1, why_none);
 }
 
-Evaluation Loop::builtin(const Choice& choice, int global) {
+std::vector<Evaluation> Loop::builtin(const Choice& choice, int global) {
   const std::string transform = builtin_transform(choice.technique, choice.base);
   const auto made = backend_.builtin(transform, choice.base.file, choice.base.is_reference(),
                                      slots_[choice.slot].ops);
@@ -151,21 +146,16 @@ Evaluation Loop::builtin(const Choice& choice, int global) {
     skipped.file = choice.base.file;
     skipped.outcome = Outcome::skipped;
     skipped.result = EvalResult::failure(ErrorKind::skipped, made.why_not);
-    return skipped;
+    return {skipped};
   }
   const std::string stem = fmt::format("s{:03d}-{}", global, transform);
   if (graph_round_ == GraphRound::pending || stays_outermost(choice)) {
     Evaluation graph = write_and_judge(stem, *made.source, 0);
     graph.inner = choice.base.file;  // the graph wraps what later steps build on
-    return graph;
+    return {graph};
   }
-  fs::path inner;
-  const auto wrapped =
-      wraps_in_graph(choice.technique) ? graph_wrapped(stem, *made.source, inner) : std::nullopt;
-  if (!wrapped) return write_and_judge(stem, *made.source, 0);
-  Evaluation evaluation = write_and_judge(stem + "+cuda_graph", *wrapped, 0);
-  evaluation.inner = inner;
-  return evaluation;
+  if (wraps_in_graph(choice.technique)) return judged_with_and_without_graph(stem, *made.source);
+  return {write_and_judge(stem, *made.source, 0)};
 }
 
 std::vector<Evaluation> Loop::llm_candidate(const TechniqueRow& technique, const Slot& slot,
@@ -262,6 +252,7 @@ std::vector<Evaluation> Loop::llm_candidate(const TechniqueRow& technique, const
       evaluations.push_back(
           write_and_judge(fmt::format("{}-fix{}", stem, fix), repaired.candidate_source,
                           repaired.response.input_tokens + repaired.response.output_tokens));
+      evaluations.back().fix = true;
     } catch (const Error& e) {
       if (e.code() != ExitCode::bad_input && !dynamic_cast<const ResponseError*>(&e)) throw;
       spdlog::warn("fix agent: no usable candidate in its answer: {}", e.what());

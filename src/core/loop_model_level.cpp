@@ -1,9 +1,10 @@
 // The model-level optimizer's parts of the loop (ModelBlaster): the Model's region windows as slots
 // (--regions), and the graph-first round (--graph-first): the run's first step judges the whole
 // model in a CUDA graph; where that is correct and faster, every later built-in candidate is
-// judged inside such a graph, the graph staying the outermost wrapper, and later steps build on the
-// candidate without it. Without --graph-first the same holds from the step where the selector's
-// CUDA graph becomes the best.
+// judged as it is and, where its profile leaves a graph something to remove, inside such a graph
+// too, the graph staying the outermost wrapper; later steps build on the candidate without it.
+// Without --graph-first the same holds from the step where the selector's CUDA graph becomes the
+// best.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -180,8 +181,9 @@ void Loop::keep_the_graph_outermost(const TechniqueRow& technique) {
   if (graph_round_ != GraphRound::off || !is_graph_transform(technique)) return;
   graph_round_ = GraphRound::legal;
   note(
-      "the whole model in a CUDA graph is the best so far: later built-in candidates are made "
-      "under such a graph, never over it");
+      "the whole model in a CUDA graph is the best so far: later built-in candidates are judged "
+      "as they are and, where their profile leaves the graph something to remove, under such a "
+      "graph, never over it");
 }
 
 bool Loop::wraps_in_graph(const TechniqueRow& technique) const {
@@ -210,12 +212,46 @@ std::optional<std::string> Loop::graph_wrapped(const std::string& stem,
   return wrapped.source;
 }
 
-std::optional<std::string> Loop::guess_in_graph(const std::string& stem,
-                                                const std::string& inner_source) {
-  const fs::path inner =
-      run_.save_prebuilt(stem + "-inner", inner_source, backend_.traits().candidate_extension);
-  if (inner.empty()) return std::nullopt;
-  return backend_.builtin(kGraphTransform, inner, false, {}).source;
+// A graph over a candidate that compile has already fused adds its input copies and output clones
+// to every call and removes next to nothing: SOL-ExecBench's triton/rmsnorm on an H100 read 7.97x
+// with the coordinate-descent compile alone (call 113) and 4.01x with the compile inside the
+// graph that had become the best (call 117). So the candidate is judged as it is first, and inside
+// the graph only where its own profile leaves the graph something to remove (the graph
+// built-in's avoid_when over the candidate's signature).
+std::vector<Evaluation> Loop::judged_with_and_without_graph(const std::string& stem,
+                                                            const std::string& source) {
+  Evaluation plain = write_and_judge(stem, source, 0);
+  if (plain.outcome != Outcome::correct) return {plain};
+  if (const std::string why = graph_cannot_pay(plain.result.signature); !why.empty()) {
+    note(fmt::format("{} is not judged inside a CUDA graph too: the graph cannot pay over it ({})",
+                     stem, why));
+    return {plain};
+  }
+  fs::path inner;
+  const auto wrapped_source = graph_wrapped(stem, source, inner);
+  if (!wrapped_source) return {plain};
+  Evaluation wrapped = write_and_judge(stem + "+cuda_graph", *wrapped_source, 0);
+  wrapped.inner = inner;
+  const bool graph_pays = wrapped.outcome == Outcome::correct &&
+                          select({wrapped.result.speedup.value_or(0.0), wrapped.result.cand_ms},
+                                 {plain.result.speedup.value_or(0.0), plain.result.cand_ms},
+                                 eager_times(wrapped.result.ref_ms))
+                              .replaces;
+  note(fmt::format("{}: {:.3f}x as it is, {} inside a CUDA graph; the step's candidate is the {}",
+                   stem, plain.result.speedup.value_or(0.0),
+                   wrapped.outcome == Outcome::correct
+                       ? fmt::format("{:.3f}x", wrapped.result.speedup.value_or(0.0))
+                       : std::string(to_string(wrapped.outcome)),
+                   graph_pays ? "graph's" : "one without"));
+  if (graph_pays) return {plain, wrapped};
+  return {wrapped, plain};
+}
+
+std::string Loop::graph_cannot_pay(const ProfileSignature& signature) const {
+  for (const auto& technique : kb_.techniques(options_.judge.backend)) {
+    if (is_graph_transform(technique)) return avoided_because(technique, signature.metrics());
+  }
+  return {};
 }
 
 }  // namespace mblast

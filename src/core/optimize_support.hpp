@@ -147,6 +147,7 @@ struct Evaluation {
   EvalResult result;
   Outcome outcome = Outcome::incorrect;
   std::int64_t tokens = 0;  // of the LLM call that wrote it
+  bool fix = false;         // the fix agent's answer to a failed candidate of the step
 };
 
 std::string candidate_hash(const std::filesystem::path& file);
