@@ -1509,6 +1509,23 @@ TEST_F(LoopTest, NoGraphOverACandidateWhoseProfileLeavesItNothingToRemove) {
 // Where the candidate's profile leaves the graph something to remove, both are judged and the
 // step's candidate is the faster; the next step builds on the candidate without the graph either
 // way. Not a fix: a built-in's step has none.
+// The evaluation limit holds inside a step too: the candidate as it is was the last it allowed.
+TEST_F(LoopTest, NoGraphIsJudgedPastTheEvaluationLimit) {
+  backend_.speedups = {
+      {"cuda_graph", 1.28}, {"torch_compile", 1.2}, {"torch_compile+cuda_graph", 2.0}};
+  auto o = options(3);
+  o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-cuda-graph"};
+  o.graph_first = true;
+  o.max_evaluations = 3;  // the reference, the round's graph, the compile
+  const auto summary = run_builtins(o);
+  EXPECT_EQ(summary["evaluations"], 3);
+  const auto steps = run_dir().steps();
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[1]["candidates"].size(), 1u);
+  EXPECT_NE(run_log().find("is not judged inside a CUDA graph too: the limit of 3 evaluations"),
+            std::string::npos);
+}
+
 class GraphFasterTest : public LoopTest, public ::testing::WithParamInterface<bool> {};
 
 TEST_P(GraphFasterTest, WhereBothAreJudgedTheFasterIsTheStepsCandidate) {

@@ -227,6 +227,10 @@ std::vector<Evaluation> Loop::judged_with_and_without_graph(const std::string& s
                      stem, why));
     return {plain};
   }
+  if (const auto spent = budget_spent()) {
+    note(fmt::format("{} is not judged inside a CUDA graph too: {}", stem, *spent));
+    return {plain};
+  }
   fs::path inner;
   const auto wrapped_source = graph_wrapped(stem, source, inner);
   if (!wrapped_source) return {plain};
