@@ -11,7 +11,9 @@ rest is the judge's own checks and timing. Issue 21 asks for an overhead of at m
 2 s per step on problems whose eager time is under 10 ms; the summary counts the steps over it
 and gives the worker's phases over those steps (median, p90, max: where the overhead goes). A
 step that judged several workloads in one worker (a SOL-ExecBench problem) has its load, first
-calls and worker time summed over them, and is held to the limit per workload.
+calls and worker time summed over them, and is held to the limit per workload; so is a step that
+judged several candidates (a fix agent's, or a built-in as it is and inside a CUDA graph), per
+candidate and workload.
 """
 
 from __future__ import annotations
@@ -53,28 +55,47 @@ def number(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
+def judged_files(step: Dict[str, Any]) -> List[str]:
+    """Every candidate the step judged (a fix's, the same built-in inside a CUDA graph), else its one."""
+    listed = [c.get("file") for c in step.get("candidates") or [] if isinstance(c, dict)]
+    return [f for f in listed if isinstance(f, str) and f] or [step["candidate"]]
+
+
 def step_row(run: Path, step: Dict[str, Any], eager_ms: Optional[float]) -> Optional[Dict[str, Any]]:
     candidate = step.get("candidate")
     if not candidate or not isinstance(step.get("seconds"), (int, float)):
         return None
-    result_file = run / "candidates" / (Path(candidate).stem + ".json")
     # A skipped step (a built-in with nothing to change) judged nothing: its "candidate" is its base,
     # whose result is not this step's. Its whole wall is the loop's own.
     skipped = step.get("outcome") == "skipped"
-    result: Dict[str, Any] = (json.loads(result_file.read_text(encoding="utf-8"))
-                              if result_file.is_file() and not skipped else {})
-    phases = result.get("phase_seconds") or {}
-    per_workload = workload_phases(result) or [phases]
-    build = number(result.get("build_seconds"))
+    results: List[Dict[str, Any]] = []
+    for name in [] if skipped else judged_files(step):
+        result_file = run / "candidates" / (Path(name).stem + ".json")
+        if result_file.is_file():
+            results.append(json.loads(result_file.read_text(encoding="utf-8")))
+    # Each judged candidate's workloads in turn (one, but for a SOL-ExecBench problem's).
+    per_workload = [p for r in results for p in workload_phases(r) or [r.get("phase_seconds") or {}]]
+    build = sum(number(r.get("build_seconds")) for r in results)
     load = sum(number(p.get("load")) for p in per_workload)
     first_call = sum(number(p.get("trials/first_call")) for p in per_workload)
     worker = sum(number(p.get("total")) for p in per_workload)
     wall = float(step["seconds"])
     return {"run": run.name, "step": step.get("global_step"), "technique": step.get("technique"),
             "eager_ms": eager_ms, "wall_s": wall, "build_s": build, "load_s": load, "first_call_s": first_call,
-            "overhead_s": max(0.0, wall - build - load - first_call), "workloads": len(per_workload),
+            "overhead_s": max(0.0, wall - build - load - first_call), "workloads": max(1, len(per_workload)),
+            "evaluations": len(results),
             "outside_s": wall if skipped else max(0.0, wall - build - worker) if worker else None,
-            "outcome": step.get("outcome"), "phases": {k: number(v) for k, v in phases.items()}}
+            "outcome": step.get("outcome"), "phases": summed_phases(results)}
+
+
+def summed_phases(results: List[Dict[str, Any]]) -> Dict[str, float]:
+    """The worker's phases of the step's judged candidates, added up (each result's own phases are
+    its first workload's, or its only one's)."""
+    phases: Dict[str, float] = {}
+    for result in results:
+        for name, value in (result.get("phase_seconds") or {}).items():
+            phases[name] = phases.get(name, 0.0) + number(value)
+    return phases
 
 
 def workload_phases(result: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -135,7 +156,7 @@ def main(argv: List[str]) -> int:
               f"| {r['workloads']} |")
     counted = [r for r in rows if r["eager_ms"] is not None and r["eager_ms"] < args.eager_below_ms]
     if counted:
-        # A step that judged several workloads is held to the limit per workload.
+        # A step that judged several workloads or candidates is held to the limit per each.
         each = [r["overhead_s"] / r["workloads"] for r in counted]
         print(f"\nsteps on problems with eager < {args.eager_below_ms:g} ms: {len(counted)}; overhead per workload "
               f"median {statistics.median(each):.2f} s, max {max(each):.2f} s; over {LIMIT_S:g} s: "

@@ -61,3 +61,21 @@ def test_a_step_over_several_workloads_is_split_over_them(tmp_path: Path, capsys
     # load 0.5; first calls 2.0 + 13 x 0.2 = 4.6; overhead 16 - 5.1 = 10.9; worker 3 + 13 x 0.9 = 14.7.
     assert "| sol | 1 | t | 0.100 | 16.00 | 0.00 | 0.50 | 4.60 | 10.90 | 1.30 | 14 |" in out
     assert "overhead per workload median 0.78 s, max 0.78 s; over 2 s: 0" in out
+
+
+def test_a_step_that_judged_two_candidates_counts_both(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A built-in judged as it is and inside a CUDA graph: both evaluations' load and first call are
+    the step's own, the limit holds per evaluation, and the step's candidate (listed last) is one."""
+    run = write_run(tmp_path / "graph", 2.0, [(9.0, {"load": 0.5, "trials/first_call": 3.0, "total": 4.0})])
+    plain = {"build_seconds": 0, "phase_seconds": {"load": 0.4, "trials/first_call": 2.5, "total": 3.5}}
+    (run / "candidates" / "s001-plain.json").write_text(json.dumps(plain))
+    step = json.loads((run / "steps.jsonl").read_text())
+    step["candidates"] = [{"file": "s001-plain.py", "outcome": "correct"},
+                          {"file": "s001-builtin.py", "outcome": "correct"}]
+    (run / "steps.jsonl").write_text(json.dumps(step) + "\n")
+    assert step_wall.main([str(run)]) == 0
+    out = capsys.readouterr().out
+    # load 0.9, first calls 5.5, overhead 9 - 6.4 = 2.6 over two evaluations; worker 7.5, outside 1.5.
+    assert "| graph | 1 | t | 2.000 | 9.00 | 0.00 | 0.90 | 5.50 | 2.60 | 1.50 | 2 |" in out
+    assert "overhead per workload median 1.30 s, max 1.30 s; over 2 s: 0" in out
+    assert "| total | 1 | 7.50 | 7.50 | 7.50 |" in out
