@@ -33,6 +33,21 @@ TEST(NativeSignature, SpeedOfLightIsTheLargerFloorOverTheMeasuredValue) {
   EXPECT_DOUBLE_EQ(with_inputs["graph_copy_fraction"].get<double>(), 0.2);
   EXPECT_DOUBLE_EQ(with_inputs["graph_headroom"].get<double>(), 0.3);
   EXPECT_FALSE(signature.contains("graph_copy_fraction"));
+  // Two tensors copied and the replay: three launches of the graph's own against the forward's
+  // kernels, at the idle per kernel the profile shows.
+  ForwardWork copied{4000.0, 1000.0, 300.0, 100.0};
+  copied.copied_tensors = 2;
+  nlohmann::json many_kernels = {{"launch_overhead_fraction", 0.5}, {"kernel_count", 30}};
+  add_speed_of_light(many_kernels, copied, PeakRates{100, 1000}, 40);
+  EXPECT_DOUBLE_EQ(many_kernels["graph_headroom"].get<double>(), 0.5 * (1 - 3.0 / 30) - 0.2);
+  nlohmann::json one_kernel = {{"launch_overhead_fraction", 0.5}, {"kernel_count", 1}};
+  add_speed_of_light(one_kernel, copied, PeakRates{100, 1000}, 40);
+  EXPECT_LT(one_kernel["graph_headroom"].get<double>(), 0.0)
+      << "a graph launches more than the forward it would replace";
+  nlohmann::json no_count = {{"launch_overhead_fraction", 0.5}};
+  add_speed_of_light(no_count, copied, PeakRates{100, 1000}, 40);
+  EXPECT_DOUBLE_EQ(no_count["graph_headroom"].get<double>(), 0.3) << "no kernel count: as before";
+  EXPECT_EQ(ForwardWork::from_fields({{"copied_tensors", 3}}).copied_tensors, 3.0);
   nlohmann::json no_profile = nlohmann::json::object();
   add_speed_of_light(no_profile, {4000.0, 1000.0, 300.0, 100.0}, PeakRates{100, 1000}, 40);
   EXPECT_TRUE(no_profile.contains("graph_copy_fraction"));

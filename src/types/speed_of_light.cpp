@@ -31,6 +31,15 @@ std::optional<double> traffic_over_least(const nlohmann::json& signature) {
   return *moved / *least;
 }
 
+// The share of the idle between kernels that replaying a graph removes: all of it, less the idle
+// of the replay's own launches (one copy per copied tensor, and the replay itself) at the idle per
+// kernel the signature shows; all of it where either count is unknown.
+double graph_launch_share(const nlohmann::json& signature, const ForwardWork& work) {
+  const auto kernels = positive(signature, "kernel_count");
+  if (!work.copied_tensors || !kernels || *kernels <= 0) return 1.0;
+  return 1.0 - (*work.copied_tensors + 1.0) / *kernels;
+}
+
 }  // namespace
 
 ForwardWork ForwardWork::from_fields(const nlohmann::json& object) {
@@ -41,6 +50,7 @@ ForwardWork ForwardWork::from_fields(const nlohmann::json& object) {
   work.input_bytes = positive(object, "input_bytes");
   work.output_bytes = positive(object, "output_bytes");
   work.moved_bytes = positive(object, "moved_bytes");
+  work.copied_tensors = positive(object, "copied_tensors");
   return work;
 }
 
@@ -75,9 +85,8 @@ void add_speed_of_light(nlohmann::json& signature, const ForwardWork& work,
   if (work.input_bytes && work.output_bytes && peak->bytes > 0) {
     const double copies = 2 * (*work.input_bytes + *work.output_bytes) / peak->bytes / measured;
     signature["graph_copy_fraction"] = copies;
-    if (const auto idle = signature.find("launch_overhead_fraction");
-        idle != signature.end() && idle->is_number()) {
-      signature["graph_headroom"] = idle->get<double>() - copies;
+    if (const auto idle = positive(signature, "launch_overhead_fraction")) {
+      signature["graph_headroom"] = *idle * graph_launch_share(signature, work) - copies;
     }
   }
 }

@@ -151,6 +151,7 @@ def test_correct_candidate_report(results: Dict[str, Dict[str, Any]]) -> None:
     assert resp["outputs"] == [{"shape": [16, 64], "dtype": "float32"}]
     assert resp["min_bytes"] == resp["moved_bytes"] == 2 * 16 * 64 * 4  # one op: reads x, writes y
     assert resp["input_bytes"] == resp["output_bytes"] == 16 * 64 * 4  # what a graph copies in and out
+    assert resp["copied_tensors"] == 2  # x in, y out: the copies a graph's replay launches
     assert [t["seed"] for t in resp["trials"]] == [1, 2, 3]
     assert resp["ref_ms"] > 0 and resp["cand_ms"] > 0
     assert resp["speedup"] == pytest.approx(resp["ref_ms"] / resp["cand_ms"])

@@ -66,6 +66,7 @@ def _after_trials(s: Session, v: Verdict, record_ops: bool) -> None:
     facts = s.facts
     s.resp.flops, s.resp.min_bytes, s.resp.input_bytes = facts.flops, facts.min_bytes, facts.input_bytes
     s.resp.output_bytes = facts.output_bytes
+    s.resp.copied_tensors = facts.copied_tensors or None
     s.resp.moved_bytes = facts.moved_bytes
     setting, ceilings = s.precision.candidate_setting, s.req.device_ceilings
     s.resp.sol_ms = sol_ms(facts.flops, facts.min_bytes, ceilings, tf32=setting.cudnn,

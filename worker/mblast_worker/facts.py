@@ -29,7 +29,8 @@ from .tensors import (changed_state, chunk_elements, chunks, clone_all, digest, 
                       nbytes, state_snapshot)
 from .traffic import TrafficCounter, count_moved_bytes
 
-FACTS_VERSION = "8"  # 7: digests of at most 8 Mi elements a chunk; 8: moved_bytes (7 was cached without it too)
+# 7: digests of at most 8 Mi elements a chunk; 8: moved_bytes (7 was cached without it too); 9: copied_tensors
+FACTS_VERSION = "9"
 # Stored float64 references per seed, at most (MBLAST_REFERENCE_CACHE_MAX_MB); larger ones are
 # recomputed: on the device that takes less than reading them back.
 MAX_CACHED_REFERENCE_BYTES = int(os.environ.get("MBLAST_REFERENCE_CACHE_MAX_MB", "256")) * 2**20
@@ -75,6 +76,7 @@ class ProblemFacts:
     compute_dtype: str = "float32"  # costmodel.compute_dtype of the inputs and parameters
     input_bytes: int = 0
     output_bytes: int = 0
+    copied_tensors: int = 0  # the input and output tensors: what a CUDA graph's replay copies
     param_bytes: int = 0  # the reference model's parameters and buffers
     eager_peak_bytes: Optional[int] = None
     eager_peak_autograd_bytes: Optional[int] = None  # the same forward recording autograd, as timed
@@ -259,6 +261,7 @@ def _static_facts(side: ProblemSide, facts: ProblemFacts, seed: int) -> List[Any
     facts.outputs = [OutputSpec(list(t.shape), dtype_name(t.dtype)) for t in eager]
     facts.dense_outputs = [is_dense(t) for t in eager]
     facts.output_bytes = sum(nbytes(t) for t in eager)
+    facts.copied_tensors = len(flat_tensors(inputs)) + len(eager)
     facts.ref_output_aliases = bool(aliases_anything(eager, inputs, side.ref_model))
     facts.min_bytes = min_bytes(inputs, side.ref_model, eager)
     state = [t for t in side.ref_model.state_dict().values() if isinstance(t, torch.Tensor)]

@@ -77,6 +77,7 @@ class Response:
     moved_bytes: Optional[int] = None
     input_bytes: Optional[int] = None  # the inputs' bytes (what a CUDA graph's replay copies in)
     output_bytes: Optional[int] = None  # the outputs' bytes (what a graph's replay clones out)
+    copied_tensors: Optional[int] = None  # the input and output tensors (a graph's copies per replay)
     sol_ms: Optional[float] = None
     # The one FLOP rate (TFLOP/s) at which the problem's FLOPs take sol_ms's compute time, each
     # arithmetic unit at its own peak (costmodel.effective_peak_tflops): the driver's ridge point.
