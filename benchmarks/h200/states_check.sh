@@ -12,6 +12,8 @@
 # are kept (a second call goes on where a device call's time limit stopped the first). Before the
 # problems it records what ncu is and whether it reads counters here (ncu.txt). PER_PROBLEM=S
 # bounds one problem (default 240 s); KERNELS=N is the launch limit (eval --ncu-kernels);
+# ONLY=N,M judges only those numbers of the list (of each level asked for; an earlier call judged
+# the rest, their JSON is not here to skip);
 # DEADLINE_S=S starts no problem that might not end S seconds after the script's start (by the
 # longest problem so far), so that the table and the archive are always written inside a device
 # call's limit (call 111 was cut by its timeout before either). The problems' JSON
@@ -32,6 +34,9 @@ longest=30
 for level in $levels; do
   numbers=$(awk -v l="$level" '$1 == l {print $2}' benchmarks/states_check.txt | tr ',' ' ')
   [ -n "$numbers" ] || { echo "states_check.sh: no level $level in the list" >&2; exit 2; }
+  if [ -n "${ONLY:-}" ]; then  # a part of the level's list, the rest judged by an earlier call
+    numbers=$(for n in $numbers; do [[ " ${ONLY//,/ } " == *" $n "* ]] && echo "$n"; done)
+  fi
   for n in $numbers; do
     problem=$(ls .kb/level"$level"/"$n"_*.py | head -1)
     name=level${level}_$(basename "$problem" .py)
