@@ -249,12 +249,16 @@ class LoopTest : public ::testing::Test {
 
   std::string run_log() { return read_input_file(run_dir().log_file(), "run log"); }
 
-  // A one-step --graph-first run offered the compile and the whole-model graph.
-  std::vector<nlohmann::json> graph_first_one_step() {
-    auto o = options(1);
+  // A --graph-first run offered the compile and the whole-model graph.
+  OptimizeOptions graph_first_options(int steps) const {
+    auto o = options(steps);
     o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-cuda-graph"};
     o.graph_first = true;
-    run_builtins(o);
+    return o;
+  }
+
+  std::vector<nlohmann::json> graph_first_one_step() {
+    run_builtins(graph_first_options(1));
     return run_dir().steps();
   }
 
@@ -1435,9 +1439,7 @@ TEST_F(LoopTest, WithoutPrebuildNothingIsCompiledAhead) {
 
 TEST_F(LoopTest, WhereTheGraphRoundFailsCandidatesAreJudgedAsTheyAre) {
   backend_.speedups = {{"torch_compile", 1.4}};  // no speedup for cuda_graph: it fails
-  auto o = options(2);
-  o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-cuda-graph"};
-  o.graph_first = true;
+  auto o = graph_first_options(2);
   const auto summary = run_builtins(o);
   const auto steps = run_dir().steps();
   ASSERT_EQ(steps.size(), 2u);
@@ -1456,9 +1458,7 @@ TEST_F(LoopTest, AGraphRoundThatLosesLeavesCandidatesAsTheyAre) {
                        {"torch_compile+cuda_graph", 1.2},
                        {"torch_compile+cudnn_benchmark", 1.7},
                        {"cudnn_benchmark+cuda_graph", 0.9}};
-  auto o = options(2);
-  o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-cuda-graph"};
-  o.graph_first = true;
+  auto o = graph_first_options(2);
   run_builtins(o);
   auto steps = run_dir().steps();
   ASSERT_EQ(steps.size(), 2u);
@@ -1487,9 +1487,7 @@ TEST_F(LoopTest, NoGraphOverACandidateWhoseProfileLeavesItNothingToRemove) {
       {"total_ms", 0.125}, {"launch_overhead_fraction", 0.05}, {"graph_headroom", -0.6}};
   backend_.speedups = {
       {"cuda_graph", 1.28}, {"torch_compile", 7.97}, {"torch_compile+cuda_graph", 4.01}};
-  auto o = options(2);
-  o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-cuda-graph"};
-  o.graph_first = true;
+  auto o = graph_first_options(2);
   const auto summary = run_builtins(o);
   const auto steps = run_dir().steps();
   ASSERT_EQ(steps.size(), 2u);
@@ -1513,9 +1511,7 @@ TEST_F(LoopTest, NoGraphOverACandidateWhoseProfileLeavesItNothingToRemove) {
 TEST_F(LoopTest, NoGraphIsJudgedPastTheEvaluationLimit) {
   backend_.speedups = {
       {"cuda_graph", 1.28}, {"torch_compile", 1.2}, {"torch_compile+cuda_graph", 2.0}};
-  auto o = options(3);
-  o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-cuda-graph"};
-  o.graph_first = true;
+  auto o = graph_first_options(3);
   o.max_evaluations = 3;  // the reference, the round's graph, the compile
   const auto summary = run_builtins(o);
   EXPECT_EQ(summary["evaluations"], 3);
@@ -1534,9 +1530,7 @@ TEST_P(GraphFasterTest, WhereBothAreJudgedTheFasterIsTheStepsCandidate) {
                        {"torch_compile", graph_faster ? 1.2 : 7.97},
                        {"torch_compile+cuda_graph", graph_faster ? 2.0 : 4.01},
                        {"cudnn_benchmark", 1.0}};
-  auto o = options(2);
-  o.techniques = {"cuda/builtin-torch-compile", "cuda/builtin-cuda-graph"};
-  o.graph_first = true;
+  auto o = graph_first_options(2);
   const auto summary = run_builtins(o);
   const auto steps = run_dir().steps();
   ASSERT_EQ(steps.size(), 2u);
