@@ -205,8 +205,8 @@ std::optional<std::string> Loop::graph_wrapped(const std::string& stem,
       run_.save_candidate(stem + "-inner", inner_source, backend_.traits().candidate_extension);
   const auto wrapped = backend_.builtin(kGraphTransform, inner_file, false, {});
   if (!wrapped.source) {
-    note("--graph-first: " + stem + " could not be wrapped in a CUDA graph (" + wrapped.why_not +
-         "); judged as it is");
+    note(std::string(options_.graph_first ? "--graph-first: " : "") + stem +
+         " could not be wrapped in a CUDA graph (" + wrapped.why_not + "); judged as it is");
     inner_file.clear();
   }
   return wrapped.source;
