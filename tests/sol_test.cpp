@@ -70,6 +70,32 @@ TEST(CombineWorkloads, AScoreMissingOnOneWorkloadIsNoScore) {
   EXPECT_FALSE(combined.extra.contains("sol_score"));
 }
 
+EvalResult profiled(double ref_ms, int kernels) {
+  auto r = correct(ref_ms, ref_ms / 2, 0.6);
+  r.signature = ProfileSignature::from_json({{"kernel_count", kernels}});
+  r.reference_signature = ProfileSignature::from_json({{"kernel_count", kernels + 1}});
+  return r;
+}
+
+TEST(CombineWorkloads, TheSignatureIsTheWorkloadsAtTheMedianEagerTime) {
+  // Eager times 1, 4, 2: the median is workload 3's, not the first listed.
+  const auto combined = combine_workloads(
+      three_workloads(), {profiled(1.0, 10), profiled(4.0, 40), profiled(2.0, 20)});
+  EXPECT_EQ(combined.signature.metric("kernel_count"), 20);
+  EXPECT_EQ(combined.reference_signature.metric("kernel_count"), 21);
+  EXPECT_EQ(combined.extra["signature_workload"], "w-c");
+}
+
+TEST(CombineWorkloads, OfTwoMiddleWorkloadsTheFasterOnesSignatureStandsAndUnprofiledOnesDoNot) {
+  // Profiled: 3 ms and 1 ms (the unprofiled 2 ms is left out): of the two, the faster stands.
+  const auto combined = combine_workloads(
+      three_workloads(), {profiled(3.0, 30), correct(2.0, 1.0, 0.7), profiled(1.0, 10)});
+  EXPECT_EQ(combined.signature.metric("kernel_count"), 10);
+  EXPECT_EQ(combined.extra["signature_workload"], "w-c");
+  const auto none = combine_workloads(three_workloads(), {correct(1.0, 0.5, 0.6)});
+  EXPECT_FALSE(none.extra.contains("signature_workload"));
+}
+
 TEST(CombineWorkloads, TheFirstFailureIsTheResultAndNamesItsWorkload) {
   EvalResult wrong = EvalResult::failure(ErrorKind::mismatch, "seed 1: output 0 differs");
   const auto combined = combine_workloads(three_workloads(), {correct(1.0, 0.5, 0.6), wrong});

@@ -101,6 +101,23 @@ void set_or_erase(nlohmann::json& object, const char* key, std::optional<double>
   }
 }
 
+// The workload whose eager time is the median of the workloads' (the faster of the two middle
+// ones), among those profiled: the problem's typical shape. Its signature stands for the problem,
+// so that the state, a CUDA graph's headroom and the region windows are decided at a typical
+// shape rather than at whichever workload the definition lists first. Nullopt where none was
+// profiled or timed.
+std::optional<std::size_t> typical_workload(const std::vector<EvalResult>& results) {
+  std::vector<std::size_t> profiled;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (results[i].ref_ms && !results[i].signature.to_json().is_null()) profiled.push_back(i);
+  }
+  if (profiled.empty()) return std::nullopt;
+  std::stable_sort(profiled.begin(), profiled.end(), [&](std::size_t a, std::size_t b) {
+    return *results[a].ref_ms < *results[b].ref_ms;
+  });
+  return profiled[(profiled.size() - 1) / 2];
+}
+
 }  // namespace
 
 EvalResult combine_workloads(const SolProblem& problem, const std::vector<EvalResult>& results) {
@@ -120,6 +137,12 @@ EvalResult combine_workloads(const SolProblem& problem, const std::vector<EvalRe
                      std::to_string(problem.workloads.size()) + " (" +
                      problem.workloads[index].uuid + "): " + failed->error.value_or("failed");
     return combined;
+  }
+  if (const auto typical = typical_workload(results);
+      typical && *typical < problem.workloads.size()) {
+    combined.signature = results[*typical].signature;
+    combined.reference_signature = results[*typical].reference_signature;
+    combined.extra["signature_workload"] = problem.workloads[*typical].uuid;
   }
   combined.ref_ms = geomean(results, &EvalResult::ref_ms);
   combined.cand_ms = geomean(results, &EvalResult::cand_ms);

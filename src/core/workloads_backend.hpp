@@ -14,8 +14,9 @@ namespace mblast {
 // Correct only when correct on every workload. Times and speedups are geometric means over the
 // workloads (so the speedup is the mean of per-workload speedups in log space), errors the
 // largest, flags their union; the SOL score is the mean of the workloads' scores. A failure is
-// the first failing workload's result, its error naming the workload. Every workload's figures
-// are kept in extra["workloads"]. `results` holds the workloads judged, in order.
+// the first failing workload's result, its error naming the workload. The profile signatures are
+// those of the workload at the median eager time (extra["signature_workload"]). Every workload's
+// figures are kept in extra["workloads"]. `results` holds the workloads judged, in order.
 EvalResult combine_workloads(const SolProblem& problem, const std::vector<EvalResult>& results);
 
 // `inner` judges workload 0's problem file as its own problem (its built-ins, regions and the
