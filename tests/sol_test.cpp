@@ -77,8 +77,8 @@ EvalResult profiled(double ref_ms, int kernels) {
   return r;
 }
 
-TEST(CombineWorkloads, TheSignatureIsTheWorkloadsAtTheMedianEagerTime) {
-  // Eager times 1, 4, 2: the median is workload 3's, not the first listed.
+TEST(CombineWorkloads, TheSignatureIsTheWorkloadsOfMedianSize) {
+  // Eager times 1, 4, 2 (no counted sizes): the median is workload 3's, not the first listed.
   const auto combined = combine_workloads(
       three_workloads(), {profiled(1.0, 10), profiled(4.0, 40), profiled(2.0, 20)});
   EXPECT_EQ(combined.signature.metric("kernel_count"), 20);
@@ -86,12 +86,26 @@ TEST(CombineWorkloads, TheSignatureIsTheWorkloadsAtTheMedianEagerTime) {
   EXPECT_EQ(combined.extra["signature_workload"], "w-c");
 }
 
-TEST(CombineWorkloads, OfTwoMiddleWorkloadsTheFasterOnesSignatureStandsAndUnprofiledOnesDoNot) {
-  // Profiled: 3 ms and 1 ms (the unprofiled 2 ms is left out): of the two, the faster stands.
+TEST(CombineWorkloads, OfTwoMiddleWorkloadsTheSmallerStandsAndUnprofiledOnesCountNot) {
+  // Profiled: 3 ms and 1 ms (the unprofiled 2 ms is left out): of the two, the smaller stands.
   const auto combined = combine_workloads(
       three_workloads(), {profiled(3.0, 30), correct(2.0, 1.0, 0.7), profiled(1.0, 10)});
   EXPECT_EQ(combined.signature.metric("kernel_count"), 10);
   EXPECT_EQ(combined.extra["signature_workload"], "w-c");
+}
+
+TEST(CombineWorkloads, CountedSizesChooseTheTypicalWorkloadOverEagerTimes) {
+  // Sizes 100, 300, 200 bytes; eager times 1.0, 1.02, 1.5: the middle size, not the middle time.
+  auto a = profiled(1.0, 10), b = profiled(1.02, 30), c = profiled(1.5, 20);
+  a.extra["min_bytes"] = 100;
+  b.extra["min_bytes"] = 300;
+  c.extra["min_bytes"] = 200;
+  const auto combined = combine_workloads(three_workloads(), {a, b, c});
+  EXPECT_EQ(combined.extra["signature_workload"], "w-c");
+  EXPECT_EQ(combined.signature.metric("kernel_count"), 20);
+}
+
+TEST(CombineWorkloads, NoProfiledWorkloadNamesNone) {
   const auto none = combine_workloads(three_workloads(), {correct(1.0, 0.5, 0.6)});
   EXPECT_FALSE(none.extra.contains("signature_workload"));
 }

@@ -101,20 +101,26 @@ void set_or_erase(nlohmann::json& object, const char* key, std::optional<double>
   }
 }
 
-// The workload whose eager time is the median of the workloads' (the faster of the two middle
-// ones), among those profiled: the problem's typical shape. Its signature stands for the problem,
-// so that the state, a CUDA graph's headroom and the region windows are decided at a typical
-// shape rather than at whichever workload the definition lists first. Nullopt where none was
-// profiled or timed.
+// The workload at the median of the workloads' sizes (the minimal bytes the worker counts; the
+// eager time where a result lacks them), the smaller of the two middle ones, among those
+// profiled: the problem's typical shape. Its signature stands for the problem, so that the
+// state, a CUDA graph's headroom and the region windows are decided at a typical shape rather
+// than at whichever workload the definition lists first. Counted sizes keep the choice the same
+// from one evaluation to the next where eager times are close. Nullopt where none was profiled.
 std::optional<std::size_t> typical_workload(const std::vector<EvalResult>& results) {
   std::vector<std::size_t> profiled;
+  bool counted = true;
   for (std::size_t i = 0; i < results.size(); ++i) {
-    if (results[i].ref_ms && !results[i].signature.to_json().is_null()) profiled.push_back(i);
+    if (!results[i].ref_ms || results[i].signature.to_json().is_null()) continue;
+    profiled.push_back(i);
+    counted = counted && extra_number(results[i], "min_bytes").has_value();
   }
   if (profiled.empty()) return std::nullopt;
-  std::stable_sort(profiled.begin(), profiled.end(), [&](std::size_t a, std::size_t b) {
-    return *results[a].ref_ms < *results[b].ref_ms;
-  });
+  const auto size = [&](std::size_t i) {
+    return counted ? *extra_number(results[i], "min_bytes") : *results[i].ref_ms;
+  };
+  std::stable_sort(profiled.begin(), profiled.end(),
+                   [&](std::size_t a, std::size_t b) { return size(a) < size(b); });
   return profiled[(profiled.size() - 1) / 2];
 }
 

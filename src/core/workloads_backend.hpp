@@ -15,7 +15,7 @@ namespace mblast {
 // workloads (so the speedup is the mean of per-workload speedups in log space), errors the
 // largest, flags their union; the SOL score is the mean of the workloads' scores. A failure is
 // the first failing workload's result, its error naming the workload. The profile signatures are
-// those of the workload at the median eager time (extra["signature_workload"]). Every workload's
+// those of the workload of median size (extra["signature_workload"]). Every workload's
 // figures are kept in extra["workloads"]. `results` holds the workloads judged, in order.
 EvalResult combine_workloads(const SolProblem& problem, const std::vector<EvalResult>& results);
 
