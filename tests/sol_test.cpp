@@ -105,6 +105,22 @@ TEST(CombineWorkloads, CountedSizesChooseTheTypicalWorkloadOverEagerTimes) {
   EXPECT_EQ(combined.signature.metric("kernel_count"), 20);
 }
 
+TEST(CombineWorkloads, ShapeFactsAreTheTypicalWorkloadsAndCostsAddUp) {
+  auto a = profiled(1.0, 10), b = profiled(1.02, 30), c = profiled(1.5, 20);
+  a.extra["min_bytes"] = 100;
+  b.extra["min_bytes"] = 300;
+  c.extra["min_bytes"] = 200;
+  a.extra["problem"] = "workload-000.py";
+  c.extra["problem"] = "workload-002.py";
+  a.extra["eval_seconds"] = 1.0;
+  b.extra["eval_seconds"] = 2.0;
+  c.extra["eval_seconds"] = 4.0;
+  const auto combined = combine_workloads(three_workloads(), {a, b, c});
+  EXPECT_EQ(combined.extra["min_bytes"], 200);
+  EXPECT_EQ(combined.extra["problem"], "workload-002.py");
+  EXPECT_DOUBLE_EQ(combined.extra["eval_seconds"].get<double>(), 7.0);
+}
+
 TEST(CombineWorkloads, NoProfiledWorkloadNamesNone) {
   const auto none = combine_workloads(three_workloads(), {correct(1.0, 0.5, 0.6)});
   EXPECT_FALSE(none.extra.contains("signature_workload"));

@@ -38,11 +38,17 @@ std::optional<double> geometric_mean(const std::optional<std::vector<double>>& v
   return std::exp(log_sum / static_cast<double>(values->size()));
 }
 
-std::optional<double> mean(const std::optional<std::vector<double>>& values) {
+std::optional<double> sum(const std::optional<std::vector<double>>& values) {
   if (!values || values->empty()) return std::nullopt;
-  double sum = 0;
-  for (const double v : *values) sum += v;
-  return sum / static_cast<double>(values->size());
+  double total = 0;
+  for (const double v : *values) total += v;
+  return total;
+}
+
+std::optional<double> mean(const std::optional<std::vector<double>>& values) {
+  const auto total = sum(values);
+  if (!total) return std::nullopt;
+  return *total / static_cast<double>(values->size());
 }
 
 std::optional<double> geomean(const std::vector<EvalResult>& results,
@@ -134,7 +140,12 @@ EvalResult combine_workloads(const SolProblem& problem, const std::vector<EvalRe
   }
   const auto failed =
       std::find_if(results.begin(), results.end(), [](const EvalResult& r) { return !r.correct; });
-  EvalResult combined = failed != results.end() ? *failed : results.front();
+  const auto typical = typical_workload(results);
+  // The per-shape facts (counted bytes and FLOPs, the judged files) are the typical workload's,
+  // as its signature is: the failure's where one failed.
+  EvalResult combined = failed != results.end() ? *failed
+                        : typical               ? results[*typical]
+                                                : results.front();
   combined.extra["workloads"] = entries;
   combined.extra["workloads_total"] = problem.workloads.size();
   if (failed != results.end()) {
@@ -144,10 +155,7 @@ EvalResult combine_workloads(const SolProblem& problem, const std::vector<EvalRe
                      problem.workloads[index].uuid + "): " + failed->error.value_or("failed");
     return combined;
   }
-  if (const auto typical = typical_workload(results);
-      typical && *typical < problem.workloads.size()) {
-    combined.signature = results[*typical].signature;
-    combined.reference_signature = results[*typical].reference_signature;
+  if (typical && *typical < problem.workloads.size()) {
     combined.extra["signature_workload"] = problem.workloads[*typical].uuid;
   }
   combined.ref_ms = geomean(results, &EvalResult::ref_ms);
@@ -165,6 +173,9 @@ EvalResult combine_workloads(const SolProblem& problem, const std::vector<EvalRe
         combined.flags.push_back(flag);
       }
     }
+  }
+  for (const char* cost : {"build_seconds", "eval_seconds", "wall_seconds"}) {
+    set_or_erase(combined.extra, cost, sum(every_extra(results, cost)));
   }
   set_or_erase(combined.extra, "sol_ms", geometric_mean(every_extra(results, "sol_ms")));
   set_or_erase(combined.extra, "sol_score", mean(every_extra(results, "sol_score")));
