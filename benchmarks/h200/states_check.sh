@@ -16,14 +16,19 @@
 # the rest, their JSON is not here to skip);
 # DEADLINE_S=S starts no problem that might not end S seconds after the script's start (by the
 # longest problem so far), so that the table and the archive are always written inside a device
-# call's limit (call 111 was cut by its timeout before either). The problems' JSON
-# and logs also land in $OUT/states/states.tar.gz.
+# call's limit (call 111 was cut by its timeout before either). The problems' JSON and logs end
+# up in $OUT/states/states.tar.gz alone (json/ and log/ are removed: the device tool returns at
+# most 8 files; KEEP=1 keeps them); a later run in the same $OUT unpacks it first and goes on.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 levels=${1:-1 2 3}
 out=${OUT:-states-results}/states
 export LD_LIBRARY_PATH=$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 command -v bwrap >/dev/null || export PATH=$PWD/.device/bin:$PATH
+mkdir -p "$out"
+if [ -s "$out/states.tar.gz" ] && [ ! -d "$out/json" ]; then
+  tar xzf "$out/states.tar.gz" -C "$out"
+fi
 mkdir -p "$out/json" "$out/log"
 t0=$(date +%s)
 longest=30
@@ -58,6 +63,7 @@ for level in $levels; do
 done
 .device/mblast --kb "$out/kb.sqlite" kb classify "$out"/json/*.json | tee "$out/states_check.md" | tail -3
 .device/mblast --kb "$out/kb.sqlite" kb classify --json "$out"/json/*.json >"$out/states_check.json"
-# One archive of the problems' JSON and logs: the device tool returns at most 8 files, so a caller
-# removes json/ and log/ from $OUT before its call ends and keeps this.
-tar czf "$out/states.tar.gz" -C "$out" json log
+# One archive of the problems' JSON and logs: the device tool returns at most 8 files.
+if tar czf "$out/states.tar.gz" -C "$out" json log && [ "${KEEP:-0}" != 1 ]; then
+  rm -rf "$out/json" "$out/log"
+fi
