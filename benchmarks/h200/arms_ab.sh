@@ -53,6 +53,6 @@ sed -n '/^## Against/,$p' "$out/b-against-a.md" | sed -n '1,20p'
 if [[ " $arm_b " == *" --prebuild "* ]]; then
   python3 benchmarks/prebuild_guesses.py "$batch_b" "$batch_a" >"$out/prebuild-guesses.md" && tail -1 "$out/prebuild-guesses.md"
 fi
-# Each arm's compile caches only kept the arms apart; they are most of $OUT's size (call 121's
-# archive of $OUT, caches in it, was over the 16 MiB a device call returns).
+# Each arm's compile caches only kept the arms apart, and they hold every compiled artifact (call
+# 121's archive of $OUT, caches included, was over the 16 MiB a device call returns).
 [ "${KEEP_CACHES:-0}" = 1 ] || rm -rf "$out/cache-a" "$out/cache-b"
