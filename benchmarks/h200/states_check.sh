@@ -20,7 +20,7 @@
 # up in $OUT/states/states.tar.gz alone (json/ and log/ are removed: the device tool returns at
 # most 8 files; KEEP=1 keeps them); a later run in the same $OUT unpacks it first and goes on.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 levels=${1:-1 2 3}
 out=${OUT:-states-results}/states
 export LD_LIBRARY_PATH=$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
