@@ -174,7 +174,8 @@ EvalResult combine_workloads(const SolProblem& problem, const std::vector<EvalRe
       }
     }
   }
-  for (const char* cost : {"build_seconds", "eval_seconds", "wall_seconds"}) {
+  for (const char* cost :
+       {"build_seconds", "eval_seconds", "wall_seconds", "worker_wait_seconds"}) {
     set_or_erase(combined.extra, cost, sum(every_extra(results, cost)));
   }
   set_or_erase(combined.extra, "sol_ms", geometric_mean(every_extra(results, "sol_ms")));
