@@ -65,16 +65,25 @@ for dir in "${examples[@]}"; do
     >"$work/$name.optimize.json" 2>"$work/$name.optimize.err"
   # Each example's run as soon as it ends: a call cut by its time limit keeps what finished.
   tar czf "$out/sol_run-$name.tgz" -C "$work" "runs/$name" "$name.optimize.json" "$name.optimize.err" 2>/dev/null
-  python3 - "$dir" "$work/$name.optimize.json" >>"$lines" <<'PY'
-import json, sys
+  python3 - "$dir" "$work/$name.optimize.json" "$work/runs/$name/evaluations.jsonl" >>"$lines" <<'PY'
+import json, re, sys
 try:
     r = json.load(open(sys.argv[2]))
 except (OSError, json.JSONDecodeError):
     r = {}
+judged = []  # each evaluation's candidate (its stem: "+cuda_graph" where judged inside a graph)
+try:
+    for line in open(sys.argv[3]):
+        e = json.loads(line)
+        stem = re.sub(r"^(s\d+-)?(.*?)(-[0-9a-f]{12})?\.py$", r"\2", e.get("candidate", "?"))
+        judged.append([stem, e.get("speedup") if e.get("correct") else e.get("error_kind") or "incorrect"])
+except (OSError, json.JSONDecodeError):
+    pass
 print(json.dumps({"problem": sys.argv[1].rstrip("/").split("/", 2)[-1], "candidate": "optimize",
                   "correct": r.get("correct"), "speedup": r.get("best_speedup"), "technique": r.get("best_technique"),
                   "vs_compile": r.get("speedup_vs_compile"), "sol_score": r.get("sol_score"),
-                  "evaluations": r.get("evaluations"), "error": r.get("stop_reason", "no result")}))
+                  "evaluations": r.get("evaluations"), "judged": judged,
+                  "error": r.get("stop_reason", "no result")}))
 PY
 done
 
@@ -109,4 +118,7 @@ for r in rows:
     note = r.get("technique") or (r.get("error") or "")[:70]
     print(f"{r['problem'][:34]:34} {r['candidate'][:26]:26} {'yes' if r.get('correct') else 'no':>3} {sp:>8} {sc:>6} "
           f"{r.get('workloads', '') or '':>3}  {note}")
+    if r.get("judged"):
+        print("    judged in order: " + ", ".join(
+            f"{stem} {v:.3f}" if isinstance(v, (int, float)) else f"{stem} {v}" for stem, v in r["judged"]))
 PY
