@@ -22,8 +22,8 @@ constexpr std::chrono::seconds kSolBuildTimeout{900};
 constexpr int kFormatError = 2;  // mblast_sol's exit codes
 constexpr int kUnsupported = 3;
 const char* const kFormatHint =
-    "fix the field named above (SOL-ExecBench's docs/definition.md, workload.md and solution.md "
-    "give the formats)";
+    "fix the file or field named above (SOL-ExecBench's docs/definition.md, workload.md and "
+    "solution.md give the formats)";
 
 // `python3 -m mblast_sol ARGS`: its stdout as JSON.
 nlohmann::json run_sol_worker(const std::vector<std::string>& args,
