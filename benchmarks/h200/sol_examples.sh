@@ -48,6 +48,7 @@ print(json.dumps({"problem": problem.rstrip("/").split("/", 2)[-1], "candidate":
                   "correct": r.get("correct"), "speedup": r.get("speedup"), "ref_ms": r.get("ref_ms"),
                   "cand_ms": r.get("cand_ms"), "sol_ms": r.get("sol_ms"), "sol_score": r.get("sol_score"),
                   "workloads": len(r.get("workloads") or []), "error": brief(r.get("error") or ""),
+                  "workload_speedups": [w.get("speedup") for w in (r.get("workloads") or [])],
                   "flags": r.get("flags") or [], "notes": [n[:300] for n in (r.get("notes") or [])]}))
 PY
 }
@@ -116,6 +117,9 @@ for r in rows:
     sp = f"{r['speedup']:.3f}" if isinstance(r.get("speedup"), (int, float)) else "-"
     sc = f"{r['sol_score']:.3f}" if isinstance(r.get("sol_score"), (int, float)) else "-"
     note = r.get("technique") or (r.get("error") or "")[:70]
+    per = [v for v in r.get("workload_speedups") or [] if isinstance(v, (int, float))]
+    if len(per) > 1 and not note:  # how far the workloads' own speedups spread around the geometric mean
+        note = f"workloads {min(per):.3f}-{max(per):.3f}"
     print(f"{r['problem'][:34]:34} {r['candidate'][:26]:26} {'yes' if r.get('correct') else 'no':>3} {sp:>8} {sc:>6} "
           f"{r.get('workloads', '') or '':>3}  {note}")
     if r.get("judged"):
