@@ -94,28 +94,30 @@ TEST(CombineWorkloads, OfTwoMiddleWorkloadsTheSmallerStandsAndUnprofiledOnesCoun
   EXPECT_EQ(combined.extra["signature_workload"], "w-c");
 }
 
+// Three profiled workloads of 100, 300 and 200 counted bytes, eager 1.0, 1.02 and 1.5 ms: the
+// middle size is the third's, the middle time the second's.
+std::vector<EvalResult> three_sized() {
+  std::vector<EvalResult> results = {profiled(1.0, 10), profiled(1.02, 30), profiled(1.5, 20)};
+  results[0].extra["min_bytes"] = 100;
+  results[1].extra["min_bytes"] = 300;
+  results[2].extra["min_bytes"] = 200;
+  return results;
+}
+
 TEST(CombineWorkloads, CountedSizesChooseTheTypicalWorkloadOverEagerTimes) {
-  // Sizes 100, 300, 200 bytes; eager times 1.0, 1.02, 1.5: the middle size, not the middle time.
-  auto a = profiled(1.0, 10), b = profiled(1.02, 30), c = profiled(1.5, 20);
-  a.extra["min_bytes"] = 100;
-  b.extra["min_bytes"] = 300;
-  c.extra["min_bytes"] = 200;
-  const auto combined = combine_workloads(three_workloads(), {a, b, c});
+  const auto combined = combine_workloads(three_workloads(), three_sized());
   EXPECT_EQ(combined.extra["signature_workload"], "w-c");
   EXPECT_EQ(combined.signature.metric("kernel_count"), 20);
 }
 
 TEST(CombineWorkloads, ShapeFactsAreTheTypicalWorkloadsAndCostsAddUp) {
-  auto a = profiled(1.0, 10), b = profiled(1.02, 30), c = profiled(1.5, 20);
-  a.extra["min_bytes"] = 100;
-  b.extra["min_bytes"] = 300;
-  c.extra["min_bytes"] = 200;
-  a.extra["problem"] = "workload-000.py";
-  c.extra["problem"] = "workload-002.py";
-  a.extra["eval_seconds"] = 1.0;
-  b.extra["eval_seconds"] = 2.0;
-  c.extra["eval_seconds"] = 4.0;
-  const auto combined = combine_workloads(three_workloads(), {a, b, c});
+  auto results = three_sized();
+  results[0].extra["problem"] = "workload-000.py";
+  results[2].extra["problem"] = "workload-002.py";
+  results[0].extra["eval_seconds"] = 1.0;
+  results[1].extra["eval_seconds"] = 2.0;
+  results[2].extra["eval_seconds"] = 4.0;
+  const auto combined = combine_workloads(three_workloads(), results);
   EXPECT_EQ(combined.extra["min_bytes"], 200);
   EXPECT_EQ(combined.extra["problem"], "workload-002.py");
   EXPECT_DOUBLE_EQ(combined.extra["eval_seconds"].get<double>(), 7.0);
