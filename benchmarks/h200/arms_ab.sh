@@ -6,6 +6,9 @@
 #
 #   ONLY=1,4,8 [TIME_LIMIT=M] [ARM_A=...] [ARM_B=...] OUT=DIR benchmarks/h200/arms_ab.sh LEVEL [MAX_EVALS]
 #
+# Without ONLY, the level's line of benchmarks/kernelbench_arms20.txt (issue 24's stratified 20;
+# SAMPLE=FILE for another list): twenty problems, two arms, more than one device call holds, so
+# PART=K/N runs the K-th of N slices of it (PART=1/4: its first five) into the same OUT.
 # ARM_A defaults to no option, ARM_B to --prebuild (issue 21). Each run is sample30.sh with
 # BEST_OF=0; the batches land in $OUT/a and $OUT/b. At the end, `mblast report B --against A`
 # (b-against-a.md, its "Against" section printed) sets evaluations to near-best, final bests and
@@ -15,7 +18,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 level=${1:?usage: ONLY=1,4,8 OUT=DIR benchmarks/h200/arms_ab.sh LEVEL [MAX_EVALS]}
 max_evals=${2:-8}
-[ -n "${ONLY:-}" ] || { echo "arms_ab.sh: set ONLY to the problems' numbers, e.g. ONLY=1,4,8" >&2; exit 2; }
+sample=${SAMPLE:-benchmarks/kernelbench_arms20.txt}
+if [ -z "${ONLY:-}" ]; then
+  ONLY=$(python3 benchmarks/sample_slice.py "$sample" "$level" "${PART:-1/1}") ||
+    { echo "arms_ab.sh: set ONLY to the problems' numbers (e.g. ONLY=1,4,8), or PART=K/N of $sample's level $level" >&2; exit 2; }
+fi
 out=${OUT:?arms_ab.sh: set OUT to a folder for both arms}
 arm_a=${ARM_A:-}
 arm_b=${ARM_B:---prebuild}

@@ -20,6 +20,8 @@
 # than .device (issue 27, item 4: BUNDLE=.device-old, a bundle of 3a8e774 with the old state
 # catalogue, OUT apart; `mblast report` prints how often the first choice was the winner).
 # BEST_OF=0 skips the controls (arms_ab.sh judges two arms of mblast against each other).
+# SAMPLE=FILE takes the levels' problems from another list of the same format (issue 24's arms:
+# SAMPLE=benchmarks/kernelbench_arms20.txt, 20 of levels 2 and 3).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 levels=${1:-1 2 3}
@@ -27,12 +29,12 @@ gpus=${2:-0}
 max_evals=${3:-8}
 out=${OUT:-sample30-results}/sample30
 bundle=${BUNDLE:-.device}
+sample=${SAMPLE:-benchmarks/kernelbench_sample30.txt}
 export LD_LIBRARY_PATH=$PWD/$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 command -v bwrap >/dev/null || export PATH=$PWD/$bundle/bin:$PATH
 mkdir -p "$out"
 for level in $levels; do
-  problems=${ONLY:-$(awk -v l="$level" '$1 == l {print $2}' benchmarks/kernelbench_sample30.txt)}
-  [ -n "$problems" ] || { echo "sample30.sh: no level $level in the sample" >&2; exit 2; }
+  problems=${ONLY:-$(python3 benchmarks/sample_slice.py "$sample" "$level")} || exit 2
   batch=$out/level$level
   start=$(date +%s)
   # shellcheck disable=SC2086 # ARM holds several options, split on purpose
