@@ -89,8 +89,8 @@ def step_row(run: Path, step: Dict[str, Any], eager_ms: Optional[float]) -> Opti
 
 
 def summed_phases(results: List[Dict[str, Any]]) -> Dict[str, float]:
-    """The worker's phases of the step's judged candidates, added up (each result's own phases are
-    its first workload's, or its only one's)."""
+    """The worker's phases of the step's judged candidates, added up (a result of several workloads
+    holds its workloads' phases added up already)."""
     phases: Dict[str, float] = {}
     for result in results:
         for name, value in (result.get("phase_seconds") or {}).items():
@@ -100,7 +100,7 @@ def summed_phases(results: List[Dict[str, Any]]) -> Dict[str, float]:
 
 def workload_phases(result: Dict[str, Any]) -> List[Dict[str, Any]]:
     """Each workload's time in the worker (total, load, first call) where one step judged several
-    (a SOL-ExecBench problem), else nothing: the result's own phases are its first workload's."""
+    (a SOL-ExecBench problem), else nothing: the result's own phases are theirs added up."""
     workloads = [w for w in result.get("workloads") or [] if isinstance(w, dict)]
     per = [w.get("phase_seconds") for w in workloads]
     return per if len(per) > 1 and all(isinstance(p, dict) for p in per) else []

@@ -99,6 +99,20 @@ nlohmann::json workload_entry(const SolWorkload& workload, const EvalResult& r) 
           {"phase_seconds", worker_phases(r)}};
 }
 
+// The worker's phases over every workload, added up by name: the problem's whole cost per phase,
+// as its build, evaluation and wall seconds are (each workload's own stay in its entry).
+nlohmann::json summed_phases(const std::vector<EvalResult>& results) {
+  nlohmann::json total = nlohmann::json::object();
+  for (const auto& r : results) {
+    const auto phases = r.extra.find("phase_seconds");
+    if (phases == r.extra.end() || !phases->is_object()) continue;
+    for (const auto& [name, value] : phases->items()) {
+      if (value.is_number()) total[name] = total.value(name, 0.0) + value.get<double>();
+    }
+  }
+  return total;
+}
+
 void set_or_erase(nlohmann::json& object, const char* key, std::optional<double> value) {
   if (value) {
     object[key] = *value;
@@ -178,6 +192,7 @@ EvalResult combine_workloads(const SolProblem& problem, const std::vector<EvalRe
        {"build_seconds", "eval_seconds", "wall_seconds", "worker_wait_seconds"}) {
     set_or_erase(combined.extra, cost, sum(every_extra(results, cost)));
   }
+  if (auto phases = summed_phases(results); !phases.empty()) combined.extra["phase_seconds"] = phases;
   set_or_erase(combined.extra, "sol_ms", geometric_mean(every_extra(results, "sol_ms")));
   set_or_erase(combined.extra, "sol_score", mean(every_extra(results, "sol_score")));
   set_or_erase(combined.extra, "sol_score_vs_compile",
