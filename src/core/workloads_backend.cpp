@@ -192,7 +192,8 @@ EvalResult combine_workloads(const SolProblem& problem, const std::vector<EvalRe
        {"build_seconds", "eval_seconds", "wall_seconds", "worker_wait_seconds"}) {
     set_or_erase(combined.extra, cost, sum(every_extra(results, cost)));
   }
-  if (auto phases = summed_phases(results); !phases.empty()) combined.extra["phase_seconds"] = phases;
+  if (auto phases = summed_phases(results); !phases.empty())
+    combined.extra["phase_seconds"] = phases;
   set_or_erase(combined.extra, "sol_ms", geometric_mean(every_extra(results, "sol_ms")));
   set_or_erase(combined.extra, "sol_score", mean(every_extra(results, "sol_score")));
   set_or_erase(combined.extra, "sol_score_vs_compile",
