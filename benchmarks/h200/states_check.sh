@@ -37,8 +37,8 @@ longest=30
   ncu --version 2>&1 | tail -2
 } >"$out/ncu.txt" 2>&1
 for level in $levels; do
-  numbers=$(awk -v l="$level" '$1 == l {print $2}' benchmarks/states_check.txt | tr ',' ' ')
-  [ -n "$numbers" ] || { echo "states_check.sh: no level $level in the list" >&2; exit 2; }
+  numbers=$(python3 benchmarks/sample_slice.py benchmarks/states_check.txt "$level") || exit 2
+  numbers=${numbers//,/ }
   if [ -n "${ONLY:-}" ]; then  # a part of the level's list, the rest judged by an earlier call
     numbers=$(for n in $numbers; do [[ " ${ONLY//,/ } " == *" $n "* ]] && echo "$n"; done)
   fi
