@@ -308,10 +308,10 @@ void begin_step_via_server(const EvalOptions& options, const fs::path& python, i
   ask_about_ahead(options, python, {}, "step", step);
 }
 
-int run_eval_server(const fs::path& socket, const fs::path& python, const std::string& id) {
-  const std::string lock_path = socket.string() + ".lock";
-  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) return 0;  // another server serves it
+namespace {
+
+// Listens on `socket` (replacing a stale file of a server gone); -1 with the reason logged.
+int listen_on(const fs::path& socket) {
   ::unlink(socket.c_str());
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
@@ -321,17 +321,106 @@ int run_eval_server(const fs::path& socket, const fs::path& python, const std::s
       ::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
       ::listen(listener, 16) != 0) {
     spdlog::error("eval server: cannot listen on {}: {}", socket.string(), std::strerror(errno));
-    return 1;
+    if (listener >= 0) ::close(listener);
+    return -1;
   }
+  return listener;
+}
+
+// What one server keeps between requests: its workers, the evaluation ahead, the count served.
+class ServerState {
+ public:
+  explicit ServerState(fs::path python)
+      : python_(std::move(python)),
+        prestart_(env_count("MBLAST_EVAL_SERVER_PRESTART", "2")),
+        growth_limit_(env_count("MBLAST_EVAL_SERVER_PRESTART_MAX", "4")) {}
+
+  int served() const { return served_; }
+
+  json answer(const json& request) {
+    EvalOptions options = eval_options_from_json(request.at("options"));
+    std::vector<fs::path> candidates;
+    for (const auto& c : request.at("candidates")) candidates.emplace_back(c.get<std::string>());
+    start_pool(options);
+    const std::string ahead = request.value("ahead", std::string());
+    if (ahead == "start") {
+      // Answered at once: the evaluation ahead runs beside the requests that follow, paused
+      // while they time their candidates (the same pool), until one of them takes it over.
+      if (!candidates.empty()) options.candidate = candidates[0];
+      return {{"ahead", !candidates.empty() &&
+                            evaluate_ahead(options, *pool_, *primer_, request.value("step", 0))}};
+    }
+    if (ahead == "cancel") {
+      primer_->cancel();
+      return {{"ahead", false}};
+    }
+    if (ahead == "step") {
+      primer_->begin_step(fs::absolute(options.problem).string(), request.value("step", 0));
+      return {{"ahead", false}};
+    }
+    auto results =
+        evaluate_all(options, candidates, *pool_, /*keep_prestarted=*/true, primer_.get());
+    ++served_;
+    for (auto& r : results) r["eval_server"] = {{"pid", ::getpid()}, {"request", served_}};
+    return {{"results", results}};
+  }
+
+ private:
+  // Two started ahead: a worker's start (PyTorch's import, CUDA) can take longer than a whole
+  // evaluation, and a run of `mblast eval` commands should never wait for one.
+  void start_pool(const EvalOptions& options) {
+    if (pool_) return;
+    pool_ = std::make_unique<WorkerPool>(eval_worker_config(options, python_), prestart_);
+    // The steps of a run can come faster than workers start (10-16 s on the H200): five of 20
+    // steps of call 41 waited 4.8-11 s for one. Bursts raise how many are kept ahead.
+    pool_->set_growth_limit(std::max(prestart_, growth_limit_));
+    primer_ = std::make_unique<Primer>(*pool_);
+  }
+
+  fs::path python_;
+  std::size_t prestart_;
+  std::size_t growth_limit_;
+  std::unique_ptr<WorkerPool> pool_;
+  std::unique_ptr<Primer> primer_;  // destroyed first: it kills its worker ahead, of the pool
+  int served_ = 0;
+};
+
+json error_response(int code, const std::string& message, const std::string& hint) {
+  return {{"error", {{"code", code}, {"message", message}, {"hint", hint}}}};
+}
+
+// Reads one request from `client` and writes its answer there.
+void serve_client(int client, const std::string& id, ServerState& state) {
+  json response;
+  try {
+    const auto line = read_line(client, kRequestReadMs);
+    if (!line) throw input_error("the eval server got no request");
+    const json request = json::parse(*line);
+    // Compared as sent, never recomputed here: once its executable is replaced on disk, even by
+    // an identical copy, this process would read another identity from /proc/self/exe.
+    response = request.value("identity", std::string()) == id ? state.answer(request)
+                                                              : json{{"identity_mismatch", true}};
+  } catch (const Error& e) {
+    response = error_response(static_cast<int>(e.code()), e.what(), e.hint());
+  } catch (const std::exception& e) {
+    response = error_response(1, std::string("eval server: ") + e.what(), "");
+  }
+  write_all(client, response.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+}
+
+}  // namespace
+
+int run_eval_server(const fs::path& socket, const fs::path& python, const std::string& id) {
+  const std::string lock_path = socket.string() + ".lock";
+  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) return 0;  // another server serves it
+  const int listener = listen_on(socket);
+  if (listener < 0) return 1;
   std::signal(SIGPIPE, SIG_IGN);
   const long idle_s = std::strtol(env_or("MBLAST_EVAL_SERVER_IDLE_S", "900").c_str(), nullptr, 10);
   spdlog::info("eval server {} listening on {} (idle limit {} s)", ::getpid(), socket.string(),
                idle_s);
-  std::unique_ptr<WorkerPool> pool;
-  std::unique_ptr<Primer> primer;  // destroyed first: it kills its worker ahead, of the pool
-  const std::size_t prestart = env_count("MBLAST_EVAL_SERVER_PRESTART", "2");
-  const std::size_t growth_limit = env_count("MBLAST_EVAL_SERVER_PRESTART_MAX", "4");
-  int served = 0;
+  ServerState state(python);
   const std::string served_binary = binary_stamp(id);
   auto last_request = Clock::now();
   while (true) {
@@ -349,63 +438,11 @@ int run_eval_server(const fs::path& socket, const fs::path& python, const std::s
     last_request = Clock::now();
     const int client = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
     if (client < 0) continue;
-    json response;
-    try {
-      const auto line = read_line(client, kRequestReadMs);
-      if (!line) throw input_error("the eval server got no request");
-      const json request = json::parse(*line);
-      // Compared as sent, never recomputed here: once its executable is replaced on disk, even
-      // by an identical copy, this process would read another identity from /proc/self/exe.
-      if (request.value("identity", std::string()) != id) {
-        write_all(client, json{{"identity_mismatch", true}}.dump() + "\n");
-        ::close(client);
-        continue;
-      }
-      EvalOptions options = eval_options_from_json(request.at("options"));
-      std::vector<fs::path> candidates;
-      for (const auto& c : request.at("candidates")) candidates.emplace_back(c.get<std::string>());
-      // Two started ahead: a worker's start (PyTorch's import, CUDA) can take longer than a
-      // whole evaluation, and a run of `mblast eval` commands should never wait for one.
-      if (!pool) {
-        pool = std::make_unique<WorkerPool>(eval_worker_config(options, python), prestart);
-        // The steps of a run can come faster than workers start (10-16 s on the H200): five of
-        // 20 steps of call 41 waited 4.8-11 s for one. Bursts raise how many are kept ahead.
-        pool->set_growth_limit(std::max(prestart, growth_limit));
-        primer = std::make_unique<Primer>(*pool);
-      }
-      const std::string ahead = request.value("ahead", std::string());
-      if (ahead == "start") {
-        // Answered at once: the evaluation ahead runs beside the requests that follow, paused
-        // while they time their candidates (the same pool), until one of them takes it over.
-        if (!candidates.empty()) options.candidate = candidates[0];
-        response = {{"ahead", !candidates.empty() && evaluate_ahead(options, *pool, *primer,
-                                                                    request.value("step", 0))}};
-      } else if (ahead == "cancel") {
-        primer->cancel();
-        response = {{"ahead", false}};
-      } else if (ahead == "step") {
-        primer->begin_step(fs::absolute(options.problem).string(), request.value("step", 0));
-        response = {{"ahead", false}};
-      } else {
-        auto results =
-            evaluate_all(options, candidates, *pool, /*keep_prestarted=*/true, primer.get());
-        ++served;
-        for (auto& r : results) r["eval_server"] = {{"pid", ::getpid()}, {"request", served}};
-        response = {{"results", results}};
-      }
-    } catch (const Error& e) {
-      response = {
-          {"error",
-           {{"code", static_cast<int>(e.code())}, {"message", e.what()}, {"hint", e.hint()}}}};
-    } catch (const std::exception& e) {
-      response = {
-          {"error",
-           {{"code", 1}, {"message", std::string("eval server: ") + e.what()}, {"hint", ""}}}};
-    }
-    write_all(client, response.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+    serve_client(client, id, state);
     ::close(client);
   }
-  spdlog::info("eval server {} exits after {} requests ({} s idle)", ::getpid(), served, idle_s);
+  spdlog::info("eval server {} exits after {} requests ({} s idle)", ::getpid(), state.served(),
+               idle_s);
   ::unlink(socket.c_str());
   ::close(listener);
   return 0;
